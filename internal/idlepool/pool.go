@@ -1,0 +1,286 @@
+package idlepool
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Conn is an exclusive connection the pool can hold while it is idle. Close
+// is called by the pool, never under a lock, for connections it discards.
+type Conn interface {
+	Close() error
+}
+
+// ErrPoolClosed is returned by Acquire once Close has been called, including
+// to Acquire calls that were waiting at the time.
+var ErrPoolClosed = errors.New("idlepool: pool closed")
+
+// ErrSharedAvailable is returned by an Acquire that was waiting on a full key
+// when a shared connection was added for that key (AddShared): the caller
+// should try GetShared, and Acquire again if that fails. It holds no slot.
+var ErrSharedAvailable = errors.New("idlepool: a shared connection became available")
+
+// Pool holds idle exclusive connections and shared connections by key. All
+// methods are safe for concurrent use. Create it with New.
+type Pool[K comparable, C Conn] struct {
+	seed       maphash.Seed
+	maxPerKey  int // < 0: keep nothing idle
+	maxIdle    int // 0: no limit; < 0: keep nothing idle
+	maxConns   int // <= 0: no limit
+	clock      func() time.Time
+	epoch      time.Time
+	timeout    atomic.Int64 // IdleTimeout in ns; <= 0: never expire
+	closed     atomic.Bool
+	idleTotal  atomic.Int64 // idle entries over all shards; kept only when maxIdle > 0
+	expiry     expiryTimer
+	closers    sync.WaitGroup // goroutines closing discarded connections
+	counters   counters
+	shards     [numShards]shard[K, C]
+	sharedSeen atomic.Bool // a shared connection with IdleSince was ever added
+}
+
+// New returns an empty pool configured by cfg (see Config for the meaning of
+// zero and negative values).
+func New[K comparable, C Conn](cfg Config) *Pool[K, C] {
+	p := &Pool[K, C]{
+		seed:      maphash.MakeSeed(),
+		maxPerKey: cfg.MaxIdlePerKey,
+		maxIdle:   cfg.MaxIdle,
+		maxConns:  cfg.MaxConnsPerKey,
+		clock:     cfg.Clock,
+	}
+	if p.maxPerKey == 0 {
+		p.maxPerKey = DefaultMaxIdlePerKey
+	}
+	if p.clock == nil {
+		p.clock = time.Now
+	}
+	p.epoch = p.clock()
+	p.timeout.Store(int64(cfg.IdleTimeout))
+	p.expiry.at = noIdle
+	for i := range p.shards {
+		p.shards[i].init()
+	}
+	return p
+}
+
+func (p *Pool[K, C]) shardFor(key K) *shard[K, C] {
+	return &p.shards[maphash.Comparable(p.seed, key)&(numShards-1)]
+}
+
+// now is the pool clock: nanoseconds since New (monotonic with time.Now).
+func (p *Pool[K, C]) now() int64 {
+	return int64(p.clock().Sub(p.epoch))
+}
+
+// keepsIdle reports whether the configuration allows any idle connection.
+func (p *Pool[K, C]) keepsIdle() bool {
+	return p.maxPerKey > 0 && p.maxIdle >= 0
+}
+
+// Acquire is the request path. It returns the most recently used idle
+// connection of key (reused is true and idleFor is how long it sat idle), or,
+// when none is idle, permission to dial: reused is false, c is the zero value
+// and a slot of key is now reserved for the caller, who must later Put the
+// connection, hand its slot to AddShared, or Release it.
+//
+// When the key already has MaxConnsPerKey live connections, Acquire waits, in
+// FIFO order with other waiters, until a connection is Put for the key (it is
+// handed straight over: reused is true, idleFor is 0), a slot is released
+// (permission to dial), a shared connection is added for the key
+// (ErrSharedAvailable, no slot held), or ctx is done (ctx.Err()). After Close
+// it returns ErrPoolClosed.
+func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Duration, reused bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return c, 0, false, err
+	}
+	s := p.shardFor(key)
+	now := p.now()
+	s.mu.Lock()
+	if p.closed.Load() {
+		s.mu.Unlock()
+		return c, 0, false, ErrPoolClosed
+	}
+	expired := p.sweepIfDueLocked(s, now)
+	ks := s.keys[key]
+	if ks != nil && len(ks.idle) > 0 {
+		e := s.popLocked(ks)
+		s.hits.Add(1)
+		s.mu.Unlock()
+		p.afterRemove(1)
+		p.closeAsync(expired)
+		return e.c, time.Duration(now - e.since), true, nil
+	}
+	s.misses.Add(1)
+	if ks == nil {
+		ks = s.getOrCreateLocked(key)
+	}
+	if p.maxConns <= 0 || ks.conns < p.maxConns {
+		ks.conns++
+		s.mu.Unlock()
+		p.closeAsync(expired)
+		return c, 0, false, nil
+	}
+	w := &waiter[C]{ch: make(chan waitResult[C], 1)}
+	ks.waiters.push(w)
+	s.mu.Unlock()
+	p.counters.waits.Add(1)
+	p.closeAsync(expired)
+	return p.wait(ctx, s, key, w)
+}
+
+// wait blocks until w is handed a result or ctx ends.
+func (p *Pool[K, C]) wait(ctx context.Context, s *shard[K, C], key K, w *waiter[C]) (c C, idleFor time.Duration, reused bool, err error) {
+	select {
+	case r := <-w.ch:
+		return r.c, 0, r.reused, r.err
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	removed := false
+	if ks := s.keys[key]; ks != nil {
+		removed = ks.waiters.remove(w)
+		if removed {
+			s.dropIfEmptyLocked(ks)
+		}
+	}
+	s.mu.Unlock()
+	p.counters.cancelledWaits.Add(1)
+	if !removed {
+		// Handed something as we gave up: it is in the channel already
+		// (handing happens under the lock); give it back.
+		r := <-w.ch
+		if r.err == nil {
+			if r.reused {
+				p.Put(key, r.c)
+			} else {
+				p.Release(key)
+			}
+		}
+	}
+	return c, 0, false, ctx.Err()
+}
+
+// TryGet returns the most recently used idle connection of key and how long
+// it sat idle, without waiting and without reserving a slot when there is
+// none (ok is false then).
+func (p *Pool[K, C]) TryGet(key K) (c C, idleFor time.Duration, ok bool) {
+	s := p.shardFor(key)
+	now := p.now()
+	s.mu.Lock()
+	expired := p.sweepIfDueLocked(s, now)
+	ks := s.keys[key]
+	if ks == nil || len(ks.idle) == 0 {
+		s.misses.Add(1)
+		s.mu.Unlock()
+		p.closeAsync(expired)
+		return c, 0, false
+	}
+	e := s.popLocked(ks)
+	s.hits.Add(1)
+	s.mu.Unlock()
+	p.afterRemove(1)
+	p.closeAsync(expired)
+	return e.c, time.Duration(now - e.since), true
+}
+
+// Put returns an exclusive connection of key, which holds a slot of key, to
+// the pool: to the first waiter of key if there is one, else onto the key's
+// idle stack as its most recently used connection. When the pool does not
+// keep it (MaxIdlePerKey reached or negative, MaxIdle negative, or the pool
+// is closed) Put closes it, outside any lock, releases its slot and returns
+// false. A Put that takes the pool over MaxIdle closes the oldest idle
+// connection of any key instead.
+func (p *Pool[K, C]) Put(key K, c C) bool {
+	s := p.shardFor(key)
+	now := p.now()
+	s.mu.Lock()
+	if p.closed.Load() {
+		s.mu.Unlock()
+		c.Close()
+		return false
+	}
+	ks := s.getOrCreateLocked(key)
+	if ks.conns == 0 {
+		ks.conns = 1 // a connection Put without a reserved slot holds one now
+	}
+	if ks.waiters.hand(waitResult[C]{c: c, reused: true}) {
+		s.mu.Unlock()
+		return true
+	}
+	expired := p.sweepIfDueLocked(s, now)
+	if !p.keepsIdle() || len(ks.idle) >= p.maxPerKey {
+		p.releaseSlotLocked(s, ks)
+		s.mu.Unlock()
+		p.counters.rejected.Add(1)
+		p.closeAsync(expired)
+		c.Close()
+		return false
+	}
+	s.pushLocked(ks, c, now)
+	s.mu.Unlock()
+	if p.maxIdle > 0 && p.idleTotal.Add(1) > int64(p.maxIdle) {
+		p.evictOldest()
+	}
+	if p.timeout.Load() > 0 && !p.expiry.armed.Load() {
+		p.expiry.arm(p, now+p.timeout.Load())
+	}
+	p.closeAsync(expired)
+	return true
+}
+
+// Release frees the slot of a connection of key that the caller closed, or
+// that it failed to dial after Acquire gave it permission; the first waiter
+// of key, if any, gets the slot. Connections the pool closes itself (expiry,
+// eviction, CloseIdle, a Put it does not keep) have their slot released by the
+// pool: do not Release those.
+func (p *Pool[K, C]) Release(key K) {
+	s := p.shardFor(key)
+	s.mu.Lock()
+	if ks := s.keys[key]; ks != nil {
+		p.releaseSlotLocked(s, ks)
+	}
+	s.mu.Unlock()
+}
+
+// releaseSlotLocked frees one slot of ks: the first waiter gets it as
+// permission to dial, otherwise the live count drops.
+func (p *Pool[K, C]) releaseSlotLocked(s *shard[K, C], ks *keyState[K, C]) {
+	if ks.waiters.hand(waitResult[C]{}) {
+		return
+	}
+	if ks.conns > 0 {
+		ks.conns--
+	}
+	s.dropIfEmptyLocked(ks)
+}
+
+// afterRemove keeps the global idle count when idle entries left the pool.
+func (p *Pool[K, C]) afterRemove(n int) {
+	if p.maxIdle > 0 {
+		p.idleTotal.Add(int64(-n))
+	}
+}
+
+// closeAsync closes connections found expired or evicted on a request path on
+// a goroutine of their own, so a slow Close delays no request.
+func (p *Pool[K, C]) closeAsync(cs []C) {
+	if len(cs) == 0 {
+		return
+	}
+	p.closers.Add(1)
+	go func() {
+		defer p.closers.Done()
+		closeAll(cs)
+	}()
+}
+
+func closeAll[C Conn](cs []C) {
+	for _, c := range cs {
+		c.Close()
+	}
+}

@@ -1,0 +1,190 @@
+package idlepool
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+)
+
+// numShards is the number of independently locked parts of a pool (a power
+// of two). 64 keeps two requests for different keys on different locks with
+// high probability while a scan of every shard (eviction, the timer) stays
+// cheap.
+const numShards = 64
+
+// noIdle is the watermark of a shard that holds nothing idle.
+const noIdle = math.MaxInt64
+
+// idleEntry is one idle exclusive connection and when it went idle (pool
+// clock, nanoseconds since the pool was created).
+type idleEntry[C Conn] struct {
+	c     C
+	since int64
+}
+
+// keyState is everything the pool knows about one key. It is reached only
+// through its shard's map and guarded by that shard's mu.
+type keyState[K comparable, C Conn] struct {
+	key K
+	// idle is a stack: oldest at index 0, most recently used at the end, so
+	// every prefix is older than what follows it.
+	idle []idleEntry[C]
+	// idleIdx is the index of this key in shard.idleKeys, -1 when idle is empty.
+	idleIdx int
+	// sharedIdx is the index of this key in shard.sharedKeys, -1 when shared is empty.
+	sharedIdx int
+	// conns counts live connections holding a slot of this key.
+	conns int
+	// waiters are Acquire calls waiting for a slot, first come first served.
+	waiters waitQueue[C]
+	// shared is copy-on-write: a new slice is built on every change, so a
+	// reader may keep the header it read under the lock and use it after.
+	shared []SharedConn
+}
+
+func (ks *keyState[K, C]) empty() bool {
+	return len(ks.idle) == 0 && ks.conns == 0 && ks.waiters.len() == 0 && len(ks.shared) == 0
+}
+
+// shard is one independently locked part of the pool.
+type shard[K comparable, C Conn] struct {
+	// mu guards keys, idleKeys, sharedKeys, free and every keyState reachable
+	// from keys. It is never held while a connection method runs.
+	mu         sync.Mutex
+	keys       map[K]*keyState[K, C]
+	idleKeys   []*keyState[K, C]
+	sharedKeys []*keyState[K, C]
+	// free holds emptied keyStates (with their slices) for reuse, so keys that
+	// come and go do not allocate each time.
+	free []*keyState[K, C]
+
+	// watermark is a lower bound on the since of every idle entry in the
+	// shard (noIdle when nothing is idle). Written under mu; read without it
+	// by the timer and by eviction to choose a shard.
+	watermark atomic.Int64
+	// idleCount is the number of idle entries; written under mu.
+	idleCount atomic.Int64
+	// sharedCount is the number of shared connections; written under mu.
+	sharedCount atomic.Int64
+
+	hits   atomic.Uint64
+	misses atomic.Uint64
+
+	_ [64]byte // keep neighbouring shards' locks off this cache line
+}
+
+const maxFreeKeyStates = 32
+
+func (s *shard[K, C]) init() {
+	s.keys = make(map[K]*keyState[K, C])
+	s.watermark.Store(noIdle)
+}
+
+// getOrCreateLocked returns the state of key, creating it when absent.
+func (s *shard[K, C]) getOrCreateLocked(key K) *keyState[K, C] {
+	if ks := s.keys[key]; ks != nil {
+		return ks
+	}
+	var ks *keyState[K, C]
+	if n := len(s.free); n > 0 {
+		ks = s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+	} else {
+		ks = &keyState[K, C]{}
+	}
+	ks.key = key
+	ks.idleIdx = -1
+	ks.sharedIdx = -1
+	s.keys[key] = ks
+	return ks
+}
+
+// dropIfEmptyLocked forgets a key that holds nothing any more.
+func (s *shard[K, C]) dropIfEmptyLocked(ks *keyState[K, C]) {
+	if !ks.empty() {
+		return
+	}
+	delete(s.keys, ks.key)
+	var zeroK K
+	ks.key = zeroK
+	ks.shared = nil
+	if len(s.free) < maxFreeKeyStates {
+		s.free = append(s.free, ks)
+	}
+}
+
+// pushLocked makes c the most recently used idle connection of ks.
+func (s *shard[K, C]) pushLocked(ks *keyState[K, C], c C, now int64) {
+	ks.idle = append(ks.idle, idleEntry[C]{c: c, since: now})
+	if len(ks.idle) == 1 {
+		ks.idleIdx = len(s.idleKeys)
+		s.idleKeys = append(s.idleKeys, ks)
+	}
+	// A put never lowers a non-empty shard's watermark: now is newer than
+	// everything already idle. Into an empty shard, it sets it.
+	if s.watermark.Load() == noIdle {
+		s.watermark.Store(now)
+	}
+	s.idleCount.Add(1)
+}
+
+// popLocked removes and returns the most recently used idle connection of ks,
+// which must have one. The watermark stays a valid lower bound.
+func (s *shard[K, C]) popLocked(ks *keyState[K, C]) idleEntry[C] {
+	n := len(ks.idle) - 1
+	e := ks.idle[n]
+	ks.idle[n] = idleEntry[C]{}
+	ks.idle = ks.idle[:n]
+	if n == 0 {
+		s.unlistIdleLocked(ks)
+	}
+	s.idleCount.Add(-1)
+	return e
+}
+
+// removeOldestLocked removes the n oldest idle connections of ks, appending
+// them to out.
+func (s *shard[K, C]) removeOldestLocked(ks *keyState[K, C], n int, out []C) []C {
+	for i := range n {
+		out = append(out, ks.idle[i].c)
+	}
+	rest := copy(ks.idle, ks.idle[n:])
+	clear(ks.idle[rest:])
+	ks.idle = ks.idle[:rest]
+	if rest == 0 {
+		s.unlistIdleLocked(ks)
+	}
+	s.idleCount.Add(int64(-n))
+	return out
+}
+
+func (s *shard[K, C]) unlistIdleLocked(ks *keyState[K, C]) {
+	i := ks.idleIdx
+	last := len(s.idleKeys) - 1
+	if i != last {
+		moved := s.idleKeys[last]
+		s.idleKeys[i] = moved
+		moved.idleIdx = i
+	}
+	s.idleKeys[last] = nil
+	s.idleKeys = s.idleKeys[:last]
+	ks.idleIdx = -1
+	if len(s.idleKeys) == 0 {
+		s.watermark.Store(noIdle)
+	}
+}
+
+// oldestLocked recomputes the watermark exactly and returns it with the key
+// holding the oldest idle connection (nil when nothing is idle).
+func (s *shard[K, C]) oldestLocked() (int64, *keyState[K, C]) {
+	oldest := int64(noIdle)
+	var at *keyState[K, C]
+	for _, ks := range s.idleKeys {
+		if since := ks.idle[0].since; since < oldest {
+			oldest, at = since, ks
+		}
+	}
+	s.watermark.Store(oldest)
+	return oldest, at
+}
