@@ -126,3 +126,8 @@ func isV4Mapped(a [16]byte) bool {
 	}
 	return a[10] == 0xff && a[11] == 0xff
 }
+
+// Supported reports whether this platform applies options (Linux); where it
+// is false every Set returns ErrUnsupported and callers fall back to the
+// net package's own setters.
+const Supported = true

@@ -20,3 +20,8 @@ func getsockopt(fd uintptr, family Family, opt Option) (int, error) {
 func socketFamily(raw syscall.RawConn) (Family, error) {
 	return FamilyUnknown, nil
 }
+
+// Supported reports whether this platform applies options (Linux); where it
+// is false every Set returns ErrUnsupported and callers fall back to the
+// net package's own setters.
+const Supported = false

@@ -1,0 +1,81 @@
+package dialer
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/ferryhttp/ferry/internal/sockopt"
+)
+
+var errPortZero = errors.New("dialer: port 0 is not dialable")
+
+// newConn wraps a winning connection: records its endpoints, creates its
+// Guard and applies keep-alive and d.Settings. It closes c on failure.
+func (d *Dialer) newConn(c net.Conn, remote netip.AddrPort) (*Conn, error) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		c.Close()
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: tcpAddr(remote), Err: fmt.Errorf("dialer: unexpected connection type %T", c)}
+	}
+	conn := &Conn{Conn: tc, Remote: remote}
+	if la, ok := tc.LocalAddr().(*net.TCPAddr); ok {
+		ap := la.AddrPort()
+		conn.Local = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	if !sockopt.Supported {
+		if err := d.applyPortable(tc); err != nil {
+			tc.Close()
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: tcpAddr(remote), Err: err}
+		}
+		return conn, nil
+	}
+	g, err := sockopt.NewGuard(tc)
+	if err == nil {
+		conn.Guard = g
+		// Go turns TCP_NODELAY on for every TCP connection it creates.
+		err = g.Assume(sockopt.NoDelay, 1)
+	}
+	if err == nil {
+		err = g.Apply(d.keepAliveSettings())
+	}
+	if err == nil {
+		err = g.Apply(d.Settings)
+	}
+	if err != nil {
+		tc.Close()
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: tcpAddr(remote), Err: err}
+	}
+	return conn, nil
+}
+
+// applyPortable applies keep-alive through the net package where the guard
+// is unsupported; other Settings cannot be honoured there and fail the dial.
+func (d *Dialer) applyPortable(tc *net.TCPConn) error {
+	if d.KeepAlive >= 0 {
+		idle := d.KeepAlive
+		if idle == 0 {
+			idle = defaultKeepAliveIdle
+		}
+		if err := tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: idle, Interval: defaultKeepAliveInterval, Count: defaultKeepAliveCount}); err != nil {
+			return err
+		}
+	}
+	if len(d.Settings) > 0 {
+		return fmt.Errorf("dialer: socket option %s: %w", d.Settings[0].Option, sockopt.ErrUnsupported)
+	}
+	return nil
+}
+
+func tcpAddr(ap netip.AddrPort) *net.TCPAddr {
+	return net.TCPAddrFromAddrPort(ap)
+}
+
+// contextError reports the context ending during a dial, as net does: a
+// *net.OpError whose Err is the context's error, so errors.Is(err,
+// context.Canceled/DeadlineExceeded) holds and Timeout() is true for a
+// deadline.
+func contextError(addr netip.AddrPort, err error) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: tcpAddr(addr), Err: err}
+}
