@@ -1,0 +1,125 @@
+package altsvc
+
+import (
+	"math"
+	"time"
+)
+
+// Backoff of broken alternatives: the first failure hides an alternative for
+// BrokenBackoffBase, each further one doubles that, up to BrokenBackoffMax.
+const (
+	BrokenBackoffBase = 5 * time.Minute
+	BrokenBackoffMax  = 48 * time.Hour
+)
+
+// Backoff returns how long an alternative is hidden after its n-th
+// consecutive failure (n >= 1): 5m, 10m, 20m, ... capped at 48h. n < 1 gives 0.
+func Backoff(n int) time.Duration {
+	if n < 1 {
+		return 0
+	}
+	d := BrokenBackoffBase
+	for i := 1; i < n && d < BrokenBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, BrokenBackoffMax)
+}
+
+// MarkBroken records a failure of alternative alt of origin o (matched by
+// Protocol, Host and Port, as returned by Lookup or Usable): it is hidden from
+// [Cache.Usable] until the returned time, for [Backoff] of its failure count.
+// ok is false when o has no such live alternative. The mark survives header
+// updates that keep the alternative, and is forgotten by
+// [Cache.MarkWorking], [Cache.NetworkChanged] or the alternative's expiry.
+func (c *Cache) MarkBroken(o Origin, alt Alternative) (until time.Time, ok bool) {
+	now := c.now()
+	c.reclaimExpired(now)
+	s := c.shardOf(o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := findLive(s, o, alt, now)
+	if a == nil {
+		return time.Time{}, false
+	}
+	if a.pub.Failures < math.MaxInt32 {
+		a.pub.Failures++
+	}
+	a.brokenUntil = addDuration(now, Backoff(a.pub.Failures))
+	a.pub.BrokenUntil = unixTime(a.brokenUntil)
+	return a.pub.BrokenUntil, true
+}
+
+// MarkWorking records a success of alternative alt of origin o: its broken
+// mark and failure count are reset. It reports whether o has such a live
+// alternative.
+func (c *Cache) MarkWorking(o Origin, alt Alternative) bool {
+	now := c.now()
+	c.reclaimExpired(now)
+	s := c.shardOf(o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := findLive(s, o, alt, now)
+	if a == nil {
+		return false
+	}
+	a.resetBroken()
+	return true
+}
+
+func (r *altRecord) resetBroken() {
+	r.brokenUntil = 0
+	r.pub.BrokenUntil = time.Time{}
+	r.pub.Failures = 0
+}
+
+// findLive returns o's live record for alt's target; the caller holds s.mu.
+func findLive(s *shard, o Origin, alt Alternative, now int64) *altRecord {
+	e := s.origins[o]
+	if e == nil {
+		return nil
+	}
+	for i := range e.alts {
+		if a := &e.alts[i]; a.sameTarget(alt.Protocol, alt.Host, alt.Port) && now < a.expires {
+			return a
+		}
+	}
+	return nil
+}
+
+// NetworkChanged tells the cache the client moved to another network: every
+// alternative without `persist=1` is dropped (RFC 7838 section 2.2), every
+// broken mark is forgotten since it described the old network, and expired
+// entries are reclaimed.
+func (c *Cache) NetworkChanged() {
+	now := c.now()
+	c.structMu.Lock()
+	defer c.structMu.Unlock()
+	c.watermark.Store(math.MaxInt64)
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		m := int64(math.MaxInt64)
+		for o, e := range s.origins {
+			kept := e.alts[:0]
+			for _, a := range e.alts {
+				if a.pub.Persist && now < a.expires {
+					a.resetBroken()
+					kept = append(kept, a)
+				}
+			}
+			clear(e.alts[len(kept):])
+			e.alts = kept
+			e.raw, e.rawErr = nil, nil
+			if len(kept) == 0 {
+				delete(s.origins, o)
+				c.count.Add(-1)
+				continue
+			}
+			e.recomputeMinExpiry()
+			m = min(m, e.minExpiry)
+		}
+		s.minExpiry.Store(m)
+		s.mu.Unlock()
+		c.lowerWatermark(m)
+	}
+}

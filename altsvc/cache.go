@@ -1,0 +1,333 @@
+package altsvc
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Sizes and granularities of the cache.
+const (
+	// DefaultMaxOrigins is the origin capacity of a Cache whose
+	// Options.MaxOrigins is 0.
+	DefaultMaxOrigins = 1000
+	// MaxAlternatives bounds the alternatives kept per origin; further
+	// alternatives of a header are skipped and reported.
+	MaxAlternatives = 8
+
+	// numShards spreads origins over independent locks so that lookups
+	// from several goroutines do not contend.
+	numShards = 32
+	// recencyStep is the granularity of the LRU clock: a lookup rewrites an
+	// origin's last-use time only when it moved by at least this much, which
+	// keeps concurrent lookups of one origin from bouncing its cache line.
+	recencyStep = int64(time.Millisecond)
+	// refreshStep: an unchanged header seen again within this time of the
+	// last refresh leaves the expiries alone (ma has one-second resolution).
+	refreshStep = int64(time.Second)
+)
+
+// Options configures a [Cache]. The zero value is valid.
+type Options struct {
+	// MaxOrigins bounds the number of origins held; 0 means
+	// DefaultMaxOrigins (1000).
+	MaxOrigins int
+	// Clock returns the current time; nil means time.Now. Tests inject a
+	// fake clock. It is called outside the cache's locks.
+	Clock func() time.Time
+}
+
+// Alternative is a cached alternative service of one origin, as returned by
+// [Cache.Lookup] and [Cache.Snapshot].
+type Alternative struct {
+	// Protocol is the ALPN protocol id, for example "h3".
+	Protocol string
+	// Host is the host to connect to; the origin's own host when the
+	// advertisement named none. The TLS certificate must still be verified
+	// for the origin host.
+	Host string
+	// Port is the port to connect to.
+	Port uint16
+	// Persist is true for `persist=1`: the alternative survives
+	// [Cache.NetworkChanged].
+	Persist bool
+	// Failures counts consecutive [Cache.MarkBroken] calls since the last
+	// [Cache.MarkWorking]; it sets the backoff.
+	Failures int
+	// Expires is when the alternative stops being valid.
+	Expires time.Time
+	// BrokenUntil is when the alternative may be tried again after a
+	// failure; zero or in the past means usable.
+	BrokenUntil time.Time
+}
+
+// BrokenAt reports whether the alternative is marked broken at time t.
+func (a Alternative) BrokenAt(t time.Time) bool { return t.Before(a.BrokenUntil) }
+
+// altRecord is an Alternative plus the integer times the hot path compares.
+type altRecord struct {
+	pub         Alternative   // the copy handed out by Lookup
+	expires     int64         // Unix nanoseconds; live while now < expires
+	brokenUntil int64         // Unix nanoseconds; broken while now < brokenUntil
+	ttl         time.Duration // ma minus Age, to refresh from an unchanged header
+}
+
+func (r *altRecord) sameTarget(p, host string, port uint16) bool {
+	return r.pub.Port == port && r.pub.Protocol == p && r.pub.Host == host
+}
+
+// originEntry holds one origin's alternatives. All fields but lastUsed are
+// guarded by the owning shard's mu.
+type originEntry struct {
+	alts      []altRecord // preference order, 1..MaxAlternatives, never empty
+	minExpiry int64       // earliest alts[i].expires
+
+	// The Alt-Svc values last applied, so an identical header skips parsing.
+	// raw is nil once alts no longer reflect it (pruned, loaded, network
+	// change).
+	raw         []string
+	rawAge      time.Duration
+	rawErr      error
+	refreshedAt int64
+
+	_        [64]byte     // keep lastUsed, written by readers, off the line above
+	lastUsed atomic.Int64 // Unix nanoseconds of the last use, for LRU eviction
+	_        [56]byte
+}
+
+// touch records a use at now (at recencyStep granularity).
+func (e *originEntry) touch(now int64) {
+	if now-e.lastUsed.Load() >= recencyStep {
+		e.lastUsed.Store(now)
+	}
+}
+
+func (e *originEntry) recomputeMinExpiry() {
+	m := int64(math.MaxInt64)
+	for i := range e.alts {
+		m = min(m, e.alts[i].expires)
+	}
+	e.minExpiry = m
+}
+
+// dropExpired removes the alternatives expired at now and reports whether
+// any was removed.
+func (e *originEntry) dropExpired(now int64) bool {
+	if now < e.minExpiry {
+		return false
+	}
+	kept := e.alts[:0]
+	for _, a := range e.alts {
+		if now < a.expires {
+			kept = append(kept, a)
+		}
+	}
+	clear(e.alts[len(kept):])
+	e.alts = kept
+	e.raw, e.rawErr = nil, nil
+	e.recomputeMinExpiry()
+	return true
+}
+
+// shard is one slice of the origin space with its own lock.
+type shard struct {
+	mu      sync.RWMutex            // guards origins and every entry's fields except lastUsed
+	origins map[Origin]*originEntry // nil until the first write
+
+	// minExpiry is a lower bound of the earliest expiry in the shard;
+	// written under mu, read without it by sweeps that skip idle shards.
+	minExpiry atomic.Int64
+	_         [64]byte
+}
+
+// lowerMinExpiry lowers the shard's bound to t; the caller holds s.mu.
+func (s *shard) lowerMinExpiry(t int64) {
+	if t < s.minExpiry.Load() {
+		s.minExpiry.Store(t)
+	}
+}
+
+// Cache is an origin-scoped Alt-Svc cache. See the package documentation for
+// its contract. It is safe for concurrent use by multiple goroutines and may
+// be shared between transports.
+//
+// The zero Cache is ready to use with the default [Options]. A Cache must not
+// be copied after first use.
+type Cache struct {
+	opts Options
+
+	// structMu serialises structural work: admitting a new origin (so the
+	// capacity bound is exact), evictions, whole-cache sweeps and network
+	// changes. It is always taken before any shard.mu, never while one is
+	// held.
+	structMu sync.Mutex
+
+	count atomic.Int64 // origins resident (live or not yet reclaimed)
+
+	// watermark is a lower bound of every resident alternative's expiry, so
+	// a write can tell in O(1) that a sweep would reclaim nothing. 0 (the
+	// zero value) simply makes the first write sweep.
+	watermark atomic.Int64
+
+	shards [numShards]shard
+}
+
+// New returns a Cache configured by opts.
+func New(opts Options) *Cache {
+	return &Cache{opts: opts}
+}
+
+func (c *Cache) maxOrigins() int64 {
+	if c.opts.MaxOrigins > 0 {
+		return int64(c.opts.MaxOrigins)
+	}
+	return DefaultMaxOrigins
+}
+
+// now returns the current time in Unix nanoseconds.
+func (c *Cache) now() int64 {
+	if c.opts.Clock != nil {
+		return c.opts.Clock().UnixNano()
+	}
+	return time.Now().UnixNano()
+}
+
+func (c *Cache) shardOf(o Origin) *shard {
+	// FNV-1a over the host, mixed with the port: no seed needed, so the
+	// zero Cache works. Shard balance only affects contention; the maps
+	// inside are seeded by the runtime.
+	h := uint32(2166136261)
+	for i := 0; i < len(o.host); i++ {
+		h ^= uint32(o.host[i])
+		h *= 16777619
+	}
+	h ^= uint32(o.port)
+	h *= 16777619
+	return &c.shards[(h^h>>16)%numShards]
+}
+
+// Lookup appends the live alternatives of origin o to dst, in the server's
+// preference order, and returns the extended slice. Broken alternatives are
+// included (see Alternative.BrokenUntil). It prunes the expired alternatives
+// of o only and never scans other origins; it does not allocate when dst has
+// room (MaxAlternatives entries always suffice). A zero o finds nothing.
+func (c *Cache) Lookup(o Origin, dst []Alternative) []Alternative {
+	if o.host == "" {
+		return dst
+	}
+	now := c.now()
+	s := c.shardOf(o)
+	s.mu.RLock()
+	e := s.origins[o]
+	if e != nil && now >= e.minExpiry {
+		s.mu.RUnlock()
+		c.pruneOrigin(s, o, now)
+		s.mu.RLock()
+		e = s.origins[o]
+	}
+	if e != nil {
+		for i := range e.alts {
+			if now < e.alts[i].expires {
+				dst = append(dst, e.alts[i].pub)
+			}
+		}
+		e.touch(now)
+	}
+	s.mu.RUnlock()
+	return dst
+}
+
+// Usable returns the first alternative of origin o, in preference order,
+// whose protocol id is protocol and which is live and not marked broken: the
+// question a transport asks on every https request (protocol "h3"). Like
+// Lookup it prunes only o's expired alternatives and does not allocate.
+func (c *Cache) Usable(o Origin, protocol string) (Alternative, bool) {
+	if o.host == "" {
+		return Alternative{}, false
+	}
+	now := c.now()
+	s := c.shardOf(o)
+	s.mu.RLock()
+	e := s.origins[o]
+	if e != nil && now >= e.minExpiry {
+		s.mu.RUnlock()
+		c.pruneOrigin(s, o, now)
+		s.mu.RLock()
+		e = s.origins[o]
+	}
+	var found Alternative
+	ok := false
+	if e != nil {
+		for i := range e.alts {
+			a := &e.alts[i]
+			if now < a.expires && now >= a.brokenUntil && a.pub.Protocol == protocol {
+				found, ok = a.pub, true
+				break
+			}
+		}
+		e.touch(now)
+	}
+	s.mu.RUnlock()
+	return found, ok
+}
+
+// pruneOrigin drops o's expired alternatives, and o itself when none is left.
+func (c *Cache) pruneOrigin(s *shard, o Origin, now int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.origins[o]
+	if e == nil || !e.dropExpired(now) {
+		return
+	}
+	if len(e.alts) == 0 {
+		delete(s.origins, o)
+		c.count.Add(-1)
+	}
+}
+
+// Len reclaims every expired entry and returns the number of origins that
+// have live alternatives.
+func (c *Cache) Len() int {
+	c.reclaimExpired(c.now())
+	return int(c.count.Load())
+}
+
+// Entry is one origin and its alternatives, as listed by [Cache.Snapshot].
+type Entry struct {
+	Origin       Origin
+	Alternatives []Alternative
+}
+
+// Snapshot reclaims every expired entry and returns a copy of the cache's
+// live contents, sorted by origin host then port. The copy is the caller's.
+func (c *Cache) Snapshot() []Entry {
+	now := c.now()
+	c.reclaimExpired(now)
+	out := make([]Entry, 0, c.count.Load())
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.RLock()
+		for o, e := range s.origins {
+			ent := Entry{Origin: o, Alternatives: make([]Alternative, 0, len(e.alts))}
+			for _, a := range e.alts {
+				if now < a.expires {
+					ent.Alternatives = append(ent.Alternatives, a.pub)
+				}
+			}
+			if len(ent.Alternatives) > 0 {
+				out = append(out, ent)
+			}
+		}
+		s.mu.RUnlock()
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Origin, out[j].Origin
+		if a.host != b.host {
+			return a.host < b.host
+		}
+		return a.port < b.port
+	})
+	return out
+}

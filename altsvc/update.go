@@ -1,0 +1,315 @@
+package altsvc
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// UpdateFromResponse applies the Alt-Svc header lines of a response from
+// origin o (for example resp.Header.Values("Alt-Svc")); age is the
+// response's Age (0 when absent), which shortens every `ma`.
+//
+// The alternatives replace those cached for o (broken marks of alternatives
+// that stay are kept); `clear` removes them; an alternative whose ma does not
+// exceed age is already stale and is not stored. With no values, or when
+// every alternative is malformed, the cache is left as it was. The returned
+// error joins one [*ParseError] per skipped alternative (alternatives beyond
+// [MaxAlternatives] included); it wraps [ErrInvalidOrigin] for a zero o.
+//
+// Seeing the same values and age again for o is cheap: nothing is parsed, and
+// the expiries are refreshed from the stored ma (at most once a second).
+func (c *Cache) UpdateFromResponse(o Origin, values []string, age time.Duration) error {
+	if o.host == "" {
+		return fmt.Errorf("%w: zero Origin", ErrInvalidOrigin)
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	age = max(age, 0)
+	now := c.now()
+	c.reclaimExpired(now)
+	if err, done := c.refreshUnchanged(o, values, age, now); done {
+		return err
+	}
+	h, perr := Parse(values)
+	if !h.Clear && len(h.Services) == 0 {
+		return perr
+	}
+	recs, excess := buildRecords(o, h.Services, age, now)
+	err := errors.Join(perr, excess)
+	c.replace(o, recs, append([]string(nil), values...), age, err, now)
+	return err
+}
+
+// Update applies an already parsed header for origin o, like
+// [Cache.UpdateFromResponse] (age shortens every MaxAge). It returns an error
+// wrapping [ErrInvalidOrigin] for a zero o, or joining a [*ParseError] per
+// alternative beyond [MaxAlternatives].
+func (c *Cache) Update(o Origin, h Header, age time.Duration) error {
+	if o.host == "" {
+		return fmt.Errorf("%w: zero Origin", ErrInvalidOrigin)
+	}
+	if !h.Clear && len(h.Services) == 0 {
+		return nil
+	}
+	now := c.now()
+	c.reclaimExpired(now)
+	recs, excess := buildRecords(o, h.Services, max(age, 0), now)
+	c.replace(o, recs, nil, 0, nil, now)
+	return excess
+}
+
+// refreshUnchanged handles a header identical to the one last applied to o.
+// done is false when the header differs and must be parsed.
+func (c *Cache) refreshUnchanged(o Origin, values []string, age time.Duration, now int64) (err error, done bool) {
+	s := c.shardOf(o)
+	s.mu.RLock()
+	e := s.origins[o]
+	if e == nil || e.rawAge != age || !sameValues(e.raw, values) {
+		s.mu.RUnlock()
+		return nil, false
+	}
+	if now-e.refreshedAt < refreshStep {
+		err = e.rawErr
+		s.mu.RUnlock()
+		return err, true
+	}
+	s.mu.RUnlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e = s.origins[o]
+	if e == nil || e.rawAge != age || !sameValues(e.raw, values) {
+		return nil, false
+	}
+	for i := range e.alts {
+		a := &e.alts[i]
+		a.expires = addDuration(now, a.ttl)
+		a.pub.Expires = unixTime(a.expires)
+	}
+	e.refreshedAt = now
+	e.recomputeMinExpiry()
+	s.lowerMinExpiry(e.minExpiry)
+	c.lowerWatermark(e.minExpiry)
+	return e.rawErr, true
+}
+
+func sameValues(a, b []string) bool {
+	if a == nil || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// buildRecords turns parsed services into records expiring relative to now,
+// dropping stale ones and duplicates; services beyond MaxAlternatives are
+// reported.
+func buildRecords(o Origin, svcs []Service, age time.Duration, now int64) ([]altRecord, error) {
+	recs := make([]altRecord, 0, min(len(svcs), MaxAlternatives))
+	var errs []error
+	for _, svc := range svcs {
+		ttl := svc.MaxAge - age
+		if ttl <= 0 {
+			continue
+		}
+		host := svc.Host
+		if host == "" {
+			host = o.host
+		}
+		if hasTarget(recs, svc.Protocol, host, svc.Port) {
+			continue
+		}
+		if len(recs) == MaxAlternatives {
+			errs = append(errs, newParseError(svc.Protocol+"="+joinHostPort(host, int(svc.Port)),
+				fmt.Sprintf("more than %d alternatives for one origin", MaxAlternatives)))
+			continue
+		}
+		exp := addDuration(now, ttl)
+		recs = append(recs, altRecord{
+			pub:     Alternative{Protocol: svc.Protocol, Host: host, Port: svc.Port, Persist: svc.Persist, Expires: unixTime(exp)},
+			expires: exp,
+			ttl:     ttl,
+		})
+	}
+	return recs, errors.Join(errs...)
+}
+
+func hasTarget(recs []altRecord, p, host string, port uint16) bool {
+	for i := range recs {
+		if recs[i].sameTarget(p, host, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// replace makes recs the alternatives of o (removing o when recs is empty),
+// carrying over the broken marks of alternatives that stay.
+func (c *Cache) replace(o Origin, recs []altRecord, raw []string, age time.Duration, rawErr error, now int64) {
+	s := c.shardOf(o)
+	s.mu.Lock()
+	if e := s.origins[o]; e != nil {
+		if len(recs) == 0 {
+			delete(s.origins, o)
+			c.count.Add(-1)
+			s.mu.Unlock()
+			return
+		}
+		c.fillEntry(s, e, recs, raw, age, rawErr, now)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	if len(recs) == 0 {
+		return
+	}
+	c.admit(o, recs, raw, age, rawErr, now)
+}
+
+// fillEntry installs recs into e; the caller holds s.mu.
+func (c *Cache) fillEntry(s *shard, e *originEntry, recs []altRecord, raw []string, age time.Duration, rawErr error, now int64) {
+	for i := range recs {
+		r := &recs[i]
+		for j := range e.alts {
+			if old := &e.alts[j]; old.sameTarget(r.pub.Protocol, r.pub.Host, r.pub.Port) {
+				r.brokenUntil = old.brokenUntil
+				r.pub.BrokenUntil = old.pub.BrokenUntil
+				r.pub.Failures = old.pub.Failures
+				break
+			}
+		}
+	}
+	e.alts = recs
+	e.raw, e.rawAge, e.rawErr, e.refreshedAt = raw, age, rawErr, now
+	e.recomputeMinExpiry()
+	e.touch(now)
+	s.lowerMinExpiry(e.minExpiry)
+	c.lowerWatermark(e.minExpiry)
+}
+
+// admit inserts a new origin, making room first when the cache is full:
+// expired origins are reclaimed before the least recently used live origin
+// is evicted.
+func (c *Cache) admit(o Origin, recs []altRecord, raw []string, age time.Duration, rawErr error, now int64) {
+	c.structMu.Lock()
+	defer c.structMu.Unlock()
+	s := c.shardOf(o)
+	s.mu.RLock()
+	present := s.origins[o] != nil
+	s.mu.RUnlock()
+	if !present && c.count.Load() >= c.maxOrigins() {
+		if now >= c.watermark.Load() {
+			c.sweepLocked(now)
+		}
+		for c.count.Load() >= c.maxOrigins() && c.evictLRULocked() {
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.origins[o]
+	if e == nil {
+		if s.origins == nil {
+			s.origins = make(map[Origin]*originEntry)
+		}
+		e = &originEntry{}
+		s.origins[o] = e
+		c.count.Add(1)
+	}
+	c.fillEntry(s, e, recs, raw, age, rawErr, now)
+}
+
+// evictLRULocked removes the origin used least recently; c.structMu is held.
+// It reports false when there was nothing to evict.
+func (c *Cache) evictLRULocked() bool {
+	var victim Origin
+	var victimShard *shard
+	oldest := int64(math.MaxInt64)
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.RLock()
+		for o, e := range s.origins {
+			if t := e.lastUsed.Load(); victimShard == nil || t < oldest {
+				victim, victimShard, oldest = o, s, t
+			}
+		}
+		s.mu.RUnlock()
+	}
+	if victimShard == nil {
+		return false
+	}
+	victimShard.mu.Lock()
+	if _, ok := victimShard.origins[victim]; ok {
+		delete(victimShard.origins, victim)
+		c.count.Add(-1)
+	}
+	victimShard.mu.Unlock()
+	return true
+}
+
+// reclaimExpired removes every expired alternative and emptied origin of the
+// whole cache, unless the watermark shows nothing can have expired.
+func (c *Cache) reclaimExpired(now int64) {
+	if now < c.watermark.Load() {
+		return
+	}
+	c.structMu.Lock()
+	defer c.structMu.Unlock()
+	if now < c.watermark.Load() {
+		return
+	}
+	c.sweepLocked(now)
+}
+
+// sweepLocked reclaims expired entries in every shard that may hold one and
+// recomputes the watermark; c.structMu is held.
+func (c *Cache) sweepLocked(now int64) {
+	// Raise the watermark first: writers that insert from now on lower it
+	// themselves, and everything inserted before is seen by the sweep below.
+	c.watermark.Store(math.MaxInt64)
+	for i := range c.shards {
+		s := &c.shards[i]
+		if now >= s.minExpiry.Load() {
+			s.mu.Lock()
+			m := int64(math.MaxInt64)
+			for o, e := range s.origins {
+				e.dropExpired(now)
+				if len(e.alts) == 0 {
+					delete(s.origins, o)
+					c.count.Add(-1)
+					continue
+				}
+				m = min(m, e.minExpiry)
+			}
+			s.minExpiry.Store(m)
+			s.mu.Unlock()
+		}
+		c.lowerWatermark(s.minExpiry.Load())
+	}
+}
+
+// lowerWatermark lowers c.watermark to t.
+func (c *Cache) lowerWatermark(t int64) {
+	for {
+		w := c.watermark.Load()
+		if t >= w || c.watermark.CompareAndSwap(w, t) {
+			return
+		}
+	}
+}
+
+// addDuration returns now+d, saturating instead of overflowing.
+func addDuration(now int64, d time.Duration) int64 {
+	if d > 0 && now > math.MaxInt64-int64(d) {
+		return math.MaxInt64
+	}
+	return now + int64(d)
+}
+
+func unixTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
