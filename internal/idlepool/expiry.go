@@ -104,6 +104,7 @@ func (p *Pool[K, C]) sweepIfDueLocked(s *shard[K, C], now int64) []C {
 // timeout or longer, appends them to out, releases their slots and
 // recomputes the watermark exactly. Cost: O(keys of s holding idle conns).
 func (p *Pool[K, C]) sweepShardLocked(s *shard[K, C], now, timeout int64, out []C) []C {
+	p.counters.sweeps.Add(1)
 	cutoff := now - timeout
 	oldest := int64(noIdle)
 	removed := 0

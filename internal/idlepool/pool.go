@@ -140,6 +140,13 @@ func (p *Pool[K, C]) wait(ctx context.Context, s *shard[K, C], key K, w *waiter[
 		return r.c, 0, r.reused, r.err
 	case <-ctx.Done():
 	}
+	p.giveUp(s, key, w)
+	return c, 0, false, ctx.Err()
+}
+
+// giveUp takes a cancelled waiter out of its queue; if it was handed a
+// connection or a slot as it gave up, that goes back to the pool.
+func (p *Pool[K, C]) giveUp(s *shard[K, C], key K, w *waiter[C]) {
 	s.mu.Lock()
 	removed := false
 	if ks := s.keys[key]; ks != nil {
@@ -150,19 +157,20 @@ func (p *Pool[K, C]) wait(ctx context.Context, s *shard[K, C], key K, w *waiter[
 	}
 	s.mu.Unlock()
 	p.counters.cancelledWaits.Add(1)
-	if !removed {
-		// Handed something as we gave up: it is in the channel already
-		// (handing happens under the lock); give it back.
-		r := <-w.ch
-		if r.err == nil {
-			if r.reused {
-				p.Put(key, r.c)
-			} else {
-				p.Release(key)
-			}
-		}
+	if removed {
+		return
 	}
-	return c, 0, false, ctx.Err()
+	// Handing happens under the lock into a buffered channel, so the result
+	// is there already.
+	r := <-w.ch
+	if r.err != nil {
+		return
+	}
+	if r.reused {
+		p.Put(key, r.c)
+	} else {
+		p.Release(key)
+	}
 }
 
 // TryGet returns the most recently used idle connection of key and how long

@@ -14,6 +14,7 @@ type counters struct {
 	sharedMisses   atomic.Uint64
 	sharedDropped  atomic.Uint64
 	sharedExpired  atomic.Uint64
+	sweeps         atomic.Uint64
 }
 
 // Stats is a snapshot of the pool's state and event counts since New. The
@@ -34,6 +35,7 @@ type Stats struct {
 	SharedMisses   uint64 // GetShared found nothing with capacity
 	SharedDropped  uint64 // shared connections dropped as no longer Usable
 	SharedExpired  uint64 // shared connections closed after IdleTimeout
+	Sweeps         uint64 // shard sweeps run because a watermark fell due
 }
 
 // Stats returns a snapshot of the pool's counters.
@@ -56,6 +58,7 @@ func (p *Pool[K, C]) Stats() Stats {
 	st.SharedMisses = c.sharedMisses.Load()
 	st.SharedDropped = c.sharedDropped.Load()
 	st.SharedExpired = c.sharedExpired.Load()
+	st.Sweeps = c.sweeps.Load()
 	return st
 }
 
