@@ -1,0 +1,86 @@
+package proxydial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+
+	"golang.org/x/net/proxy"
+)
+
+// socksTunnel dials the SOCKS5 proxy through cfg.Dial (so connect hooks
+// and the transport's DNS apply to the proxy address, as in net/http) and
+// runs the SOCKS5 handshake for target on that connection with
+// golang.org/x/net/proxy.
+func socksTunnel(ctx context.Context, proxyURL *url.URL, scheme, addr, target string, cfg *Config) (net.Conn, error) {
+	if scheme == "socks5" && cfg.LookupSOCKS5 != nil {
+		resolved, err := resolveTarget(ctx, target, cfg)
+		if err != nil {
+			return nil, err
+		}
+		target = resolved
+	}
+	conn, err := dialTCP(ctx, cfg, addr)
+	if err != nil {
+		return nil, proxyConnectError(addr, "cannot reach", err)
+	}
+	var auth *proxy.Auth
+	if u := proxyURL.User; u != nil {
+		password, _ := u.Password()
+		auth = &proxy.Auth{User: u.Username(), Password: password}
+	}
+	// The forward dialer hands the SOCKS dialer the connection made above.
+	d, err := proxy.SOCKS5("tcp", addr, auth, handOver{conn})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("proxydial: SOCKS5 proxy %s: %w", addr, err)
+	}
+	cd, ok := d.(proxy.ContextDialer)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("proxydial: SOCKS5 proxy %s: x/net/proxy dialer lacks DialContext", addr)
+	}
+	hsCtx, cancel := context.WithTimeout(ctx, cfg.connectTimeout())
+	defer cancel()
+	// On failure the SOCKS dialer closes conn. On success its result only
+	// wraps conn (adding the bound address), so conn itself is returned.
+	if _, err := cd.DialContext(hsCtx, "tcp", target); err != nil {
+		if cerr := hsCtx.Err(); cerr != nil {
+			return nil, fmt.Errorf("proxydial: SOCKS5 proxy %s, target %s: %w (%w)", addr, target, cerr, err)
+		}
+		return nil, fmt.Errorf("proxydial: SOCKS5 proxy %s, target %s: %w", addr, target, err)
+	}
+	return conn, nil
+}
+
+// handOver is a proxy.ContextDialer that returns one already-dialled
+// connection.
+type handOver struct{ conn net.Conn }
+
+func (h handOver) Dial(network, addr string) (net.Conn, error) { return h.conn, nil }
+
+func (h handOver) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return h.conn, nil
+}
+
+// resolveTarget replaces target's host by an address from cfg.LookupSOCKS5
+// (IP literals are kept as they are).
+func resolveTarget(ctx context.Context, target string, cfg *Config) (string, error) {
+	host, port, err := net.SplitHostPort(target)
+	if err != nil {
+		return "", fmt.Errorf("proxydial: SOCKS5 target %q: %w", target, err)
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return target, nil
+	}
+	addrs, err := cfg.LookupSOCKS5(ctx, host)
+	if err == nil && len(addrs) == 0 {
+		err = errors.New("no addresses")
+	}
+	if err != nil {
+		return "", fmt.Errorf("proxydial: resolve SOCKS5 target %s: %w", host, err)
+	}
+	return net.JoinHostPort(addrs[0].Unmap().String(), port), nil
+}
