@@ -1,0 +1,38 @@
+// Package server serves an existing *http.Server over HTTP/1.1 and HTTP/2 on
+// TCP and HTTP/3 on UDP, on the same port, and shuts all three down together.
+//
+// Contract:
+//
+//   - Wrap keeps the user's http.Server untouched. When serving starts, every
+//     exported field of it (Addr, Handler, TLSConfig, the timeouts,
+//     MaxHeaderBytes, TLSNextProto, ConnState, ErrorLog, BaseContext,
+//     ConnContext, HTTP2, Protocols, and any field a later Go adds) is copied
+//     into a private http.Server that serves TCP, so TCP behaves exactly as
+//     the bare server would. Changes to the user's struct after serving
+//     started have no effect; its methods (Shutdown, Close,
+//     RegisterOnShutdown, SetKeepAlivesEnabled) do not reach the running
+//     server — call the wrapper's.
+//   - ListenTLS / ListenAndServeTLS bind TCP first, then UDP on the port the
+//     kernel gave TCP (retrying a few times with a fresh TCP port when the
+//     port was chosen by the kernel and that UDP port is taken). HTTP/3 uses
+//     quic-go's http3.Server with the same handler and the equivalent limits:
+//     MaxHeaderBytes, IdleTimeout (ReadTimeout when zero, as net/http does),
+//     the TLS handshake bounded like net/http's (the smallest of
+//     ReadHeaderTimeout/ReadTimeout/WriteTimeout), per-request read/write
+//     deadlines from ReadTimeout/WriteTimeout, a clone of TLSConfig with ALPN
+//     "h3", BaseContext, ConnContext (given a *QUICConn) and ErrorLog.
+//   - While HTTP/3 is listening, every TCP response carries
+//     `Alt-Svc: h3=":PORT"; ma=N` (set before the handler runs, so a handler
+//     may change or delete it). It is not sent when HTTP/3 is disabled, when
+//     serving cleartext, or once shutdown has begun.
+//   - Shutdown stops accepting on every listener, sends HTTP/3 GOAWAY, waits
+//     for in-flight requests on all protocols, then returns; Close ends
+//     everything at once. Neither leaves a goroutine behind.
+//   - ListenerOptions are applied once to each accepted TCP connection, on
+//     the accepting goroutine, through a sockopt.Guard; nothing is applied per
+//     request. ReusePort sets SO_REUSEPORT on the TCP and UDP sockets before
+//     bind so several servers can share a port.
+//   - The kernel listen backlog is Go's: on Linux the net package passes
+//     /proc/sys/net/core/somaxconn (read once per process) to listen(2), so
+//     the backlog is the system limit; the tests check it through sock_diag.
+package server

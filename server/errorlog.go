@@ -1,0 +1,69 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+	"strings"
+)
+
+// newErrorLogger returns the slog.Logger quic-go's HTTP/3 server logs to,
+// writing through l, the http.Server's ErrorLog (the log package's standard
+// logger when nil, as net/http does). quic-go logs per-connection failures at
+// Debug; those are dropped, matching the level net/http reports at.
+func newErrorLogger(l *log.Logger) *slog.Logger {
+	return slog.New(&errorLogHandler{log: l})
+}
+
+// errorLogHandler is a slog.Handler that prints "http3: msg key=value ..."
+// lines to a *log.Logger.
+type errorLogHandler struct {
+	log   *log.Logger // nil: log.Print
+	attrs []slog.Attr
+	group string
+}
+
+func (h *errorLogHandler) Enabled(_ context.Context, level slog.Level) bool {
+	return level >= slog.LevelInfo
+}
+
+func (h *errorLogHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString("http3: ")
+	b.WriteString(r.Message)
+	write := func(a slog.Attr) bool {
+		b.WriteByte(' ')
+		if h.group != "" {
+			b.WriteString(h.group)
+			b.WriteByte('.')
+		}
+		fmt.Fprintf(&b, "%s=%v", a.Key, a.Value.Any())
+		return true
+	}
+	for _, a := range h.attrs {
+		write(a)
+	}
+	r.Attrs(write)
+	if h.log != nil {
+		h.log.Print(b.String())
+	} else {
+		log.Print(b.String())
+	}
+	return nil
+}
+
+func (h *errorLogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	n := *h
+	n.attrs = append(append([]slog.Attr(nil), h.attrs...), attrs...)
+	return &n
+}
+
+func (h *errorLogHandler) WithGroup(name string) slog.Handler {
+	n := *h
+	if n.group != "" {
+		name = n.group + "." + name
+	}
+	n.group = name
+	return &n
+}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// quicTLSConfig clones cfg for QUIC, offering only ALPN "h3".
+func quicTLSConfig(cfg *tls.Config) *tls.Config {
+	return http3.ConfigureTLSConfig(cfg)
+}
+
+// handshakeTimeout bounds the TLS handshake as net/http does: the smallest
+// of ReadHeaderTimeout, ReadTimeout and WriteTimeout that is set, or zero.
+func handshakeTimeout(hs *http.Server) time.Duration {
+	var d time.Duration
+	for _, t := range []time.Duration{hs.ReadHeaderTimeout, hs.ReadTimeout, hs.WriteTimeout} {
+		if t > 0 && (d == 0 || t < d) {
+			d = t
+		}
+	}
+	return d
+}
+
+// quicConfig returns the QUIC configuration: a clone of user (or a fresh
+// one) with the handshake timeout filled in from the HTTP server's limits.
+func quicConfig(user *quic.Config, hs *http.Server) *quic.Config {
+	var cfg *quic.Config
+	if user != nil {
+		cfg = user.Clone()
+	} else {
+		cfg = &quic.Config{}
+	}
+	if cfg.HandshakeIdleTimeout == 0 {
+		cfg.HandshakeIdleTimeout = handshakeTimeout(hs)
+	}
+	return cfg
+}
+
+// newHTTP3Server builds the HTTP/3 server equivalent to inner, the private
+// copy of the user's http.Server that serves TCP.
+func newHTTP3Server(inner *http.Server, handler http.Handler) *http3.Server {
+	idle := inner.IdleTimeout
+	if idle == 0 {
+		idle = inner.ReadTimeout // net/http's rule for a zero IdleTimeout
+	}
+	if inner.ReadTimeout > 0 || inner.WriteTimeout > 0 {
+		handler = &deadlineHandler{next: handler, read: inner.ReadTimeout, write: inner.WriteTimeout}
+	}
+	h3 := &http3.Server{
+		Handler:        handler,
+		MaxHeaderBytes: inner.MaxHeaderBytes,
+		IdleTimeout:    idle,
+		Logger:         newErrorLogger(inner.ErrorLog),
+	}
+	userConnContext := inner.ConnContext
+	connState := inner.ConnState
+	h3.ConnContext = func(ctx context.Context, c *quic.Conn) context.Context {
+		ctx = context.WithValue(ctx, http.ServerContextKey, inner)
+		qc := &QUICConn{conn: c}
+		if connState != nil {
+			connState(qc, http.StateNew)
+			context.AfterFunc(c.Context(), func() { connState(qc, http.StateClosed) })
+		}
+		if userConnContext != nil {
+			ctx = userConnContext(ctx, qc)
+			if ctx == nil {
+				panic("server: ConnContext returned nil") // net/http panics the same way
+			}
+		}
+		return ctx
+	}
+	return h3
+}
+
+// deadlineHandler gives each HTTP/3 request the read and write deadlines
+// net/http gives a TCP connection per request (ReadTimeout, WriteTimeout),
+// set on the request stream before the handler runs.
+type deadlineHandler struct {
+	next        http.Handler
+	read, write time.Duration
+}
+
+type streamDeadlines interface {
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+}
+
+func (h *deadlineHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d, ok := w.(streamDeadlines); ok {
+		now := time.Now()
+		if h.read > 0 {
+			_ = d.SetReadDeadline(now.Add(h.read))
+		}
+		if h.write > 0 {
+			_ = d.SetWriteDeadline(now.Add(h.write))
+		}
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+// baseValues is a QUIC connection's context (which quic-go cancels when the
+// connection closes) that also answers Value from the http.Server's
+// BaseContext. Only the values are taken from the base: cancelling it does
+// not cancel QUIC connections, because quic-go reads a cancelled connection
+// context as a closed connection.
+type baseValues struct {
+	context.Context
+	base context.Context
+}
+
+func (c baseValues) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.base.Value(key)
+}
+
+// packetListener presents the UDP socket as a net.Listener for
+// http.Server.BaseContext, which is called once per listener. Accept fails:
+// QUIC connections are accepted by quic-go, not through this view.
+type packetListener struct{ pc net.PacketConn }
+
+func (l packetListener) Accept() (net.Conn, error) {
+	return nil, &net.OpError{Op: "accept", Net: "udp", Addr: l.pc.LocalAddr(), Err: errQUICView}
+}
+func (l packetListener) Close() error   { return nil }
+func (l packetListener) Addr() net.Addr { return l.pc.LocalAddr() }
+
+// quicConnContext returns the quic.Transport.ConnContext that makes base's
+// values visible to every connection.
+func quicConnContext(base context.Context) func(context.Context, *quic.ClientInfo) (context.Context, error) {
+	return func(ctx context.Context, _ *quic.ClientInfo) (context.Context, error) {
+		return baseValues{Context: ctx, base: base}, nil
+	}
+}

@@ -1,0 +1,168 @@
+package server
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+
+	"github.com/ferryhttp/ferry/internal/sockopt"
+)
+
+// DefaultAltSvcMaxAge is the Alt-Svc max-age advertised when
+// Server.AltSvcMaxAge is zero: one day, as RFC 7838's default.
+const DefaultAltSvcMaxAge = 24 * time.Hour
+
+// ErrNotListening is returned by Serve when neither Listen nor ListenTLS
+// succeeded before it.
+var ErrNotListening = errors.New("server: Serve called before Listen or ListenTLS")
+
+// ErrAlreadyStarted is returned by the Listen and Serve methods when the
+// Server is already listening or serving; a Server serves once.
+var ErrAlreadyStarted = errors.New("server: already started")
+
+// Server serves a wrapped *http.Server over HTTP/1.1, HTTP/2 and HTTP/3.
+// Create it with Wrap; set the exported fields before Listen*/ServeTLS.
+// A Server serves once: after Shutdown or Close it cannot be restarted.
+type Server struct {
+	// DisableHTTP3 turns HTTP/3 off: only TCP is bound and no Alt-Svc is
+	// sent. The zero value serves HTTP/3 alongside TLS.
+	DisableHTTP3 bool
+
+	// AltSvcMaxAge is the max-age ("ma") advertised in Alt-Svc, rounded down
+	// to whole seconds. Zero means DefaultAltSvcMaxAge; negative is an error
+	// at listen time.
+	AltSvcMaxAge time.Duration
+
+	// ListenerOptions are socket options applied to every accepted TCP
+	// connection, once, right after accept. A connection whose options
+	// cannot be applied is closed and the error logged to ErrorLog. Nil
+	// applies nothing and leaves the listener unwrapped.
+	ListenerOptions []sockopt.Setting
+
+	// ReusePort sets SO_REUSEPORT on the TCP and UDP sockets before bind, so
+	// several processes or Servers can listen on one port and the kernel
+	// spreads connections among them.
+	ReusePort bool
+
+	// QUICConfig is the QUIC configuration for HTTP/3; nil means quic-go's
+	// defaults with the handshake timeout taken from the http.Server's
+	// timeouts. It is cloned; the HandshakeIdleTimeout is only filled in
+	// when zero.
+	QUICConfig *quic.Config
+
+	hs *http.Server // the user's server; read, never written
+
+	// newGuard makes the sockopt guard for each accepted connection; tests
+	// replace it to count syscalls.
+	newGuard func(syscall.Conn) (*sockopt.Guard, error)
+
+	// altSvc is the Alt-Svc value TCP responses carry; nil or "" sends none.
+	altSvc atomic.Pointer[string]
+
+	// mu guards the fields below. Nothing blocking runs under it: closes,
+	// Serve and Shutdown calls happen after it is released.
+	mu         sync.Mutex
+	state      state
+	tcp        net.Listener   // the bound TCP listener (wrapped for options)
+	udp        net.PacketConn // the bound UDP socket; nil without HTTP/3
+	inner      *http.Server   // serves TCP, a copy of hs
+	useTLS     bool           // inner serves TLS
+	h3         *http3.Server  // serves HTTP/3; nil without it
+	transport  *quic.Transport
+	quicLn     http3.QUICListener
+	onShutdown []func()
+	keepAlives *bool         // last SetKeepAlivesEnabled value, nil if never called
+	serveDone  chan struct{} // closed when Serve's HTTP/3 goroutine ended
+}
+
+type state int
+
+const (
+	stateIdle     state = iota // nothing bound
+	stateStarting              // Listen* or ServeTLS preparing and binding
+	stateBound                 // Listen* succeeded, Serve not called
+	stateServing               // Serve running
+	stateClosed                // Shutdown or Close called
+)
+
+// Wrap returns a Server that serves hs. hs must not be nil. hs itself is
+// never modified; its fields are read when listening starts.
+func Wrap(hs *http.Server) *Server {
+	if hs == nil {
+		hs = &http.Server{} // a nil server would panic later; serve defaults
+	}
+	return &Server{hs: hs, newGuard: sockopt.NewGuard}
+}
+
+// HTTPServer returns the *http.Server passed to Wrap.
+func (s *Server) HTTPServer() *http.Server { return s.hs }
+
+// Addr returns the address the TCP listener is bound to, or nil before
+// Listen/ListenTLS/ServeTLS bound one. With port 0 in http.Server.Addr it
+// holds the port the kernel chose.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tcp == nil {
+		return nil
+	}
+	return s.tcp.Addr()
+}
+
+// PacketAddr returns the address of the UDP socket serving HTTP/3, or nil
+// when HTTP/3 is not bound.
+func (s *Server) PacketAddr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.udp == nil {
+		return nil
+	}
+	return s.udp.LocalAddr()
+}
+
+// AltSvc returns the Alt-Svc value TCP responses currently carry, or "" when
+// none is sent.
+func (s *Server) AltSvc() string {
+	if p := s.altSvc.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// RegisterOnShutdown registers f to run, in its own goroutine, when Shutdown
+// starts (as http.Server.RegisterOnShutdown). Functions registered on the
+// wrapped *http.Server before Wrap are not visible to the wrapper.
+func (s *Server) RegisterOnShutdown(f func()) {
+	s.mu.Lock()
+	s.onShutdown = append(s.onShutdown, f)
+	inner := s.inner
+	s.mu.Unlock()
+	if inner != nil {
+		inner.RegisterOnShutdown(f)
+	}
+}
+
+// SetKeepAlivesEnabled forwards to the TCP server's SetKeepAlivesEnabled;
+// it may be called before or while serving. HTTP/3 has no equivalent.
+func (s *Server) SetKeepAlivesEnabled(v bool) {
+	s.mu.Lock()
+	s.keepAlives = &v
+	inner := s.inner
+	s.mu.Unlock()
+	if inner != nil {
+		inner.SetKeepAlivesEnabled(v)
+	}
+}
+
+// tlsCertificates reports whether cfg can present a certificate on its own.
+func tlsHasCert(cfg *tls.Config) bool {
+	return cfg != nil && (len(cfg.Certificates) > 0 || cfg.GetCertificate != nil || cfg.GetConfigForClient != nil)
+}

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// running is a snapshot of what is open, taken under mu so that the
+// closing itself happens outside it.
+type running struct {
+	inner     *http.Server
+	tcp       net.Listener
+	udp       net.PacketConn
+	h3        *http3.Server
+	transport *quic.Transport
+	quicLn    http3.QUICListener
+	serveDone chan struct{}
+}
+
+// stop marks the Server closed, stops advertising HTTP/3 and returns what
+// must be shut.
+func (s *Server) stop() running {
+	s.mu.Lock()
+	s.state = stateClosed
+	r := running{
+		inner: s.inner, tcp: s.tcp, udp: s.udp, h3: s.h3,
+		transport: s.transport, quicLn: s.quicLn, serveDone: s.serveDone,
+	}
+	s.altSvc.Store(nil)
+	s.mu.Unlock()
+	return r
+}
+
+// Shutdown gracefully stops the Server: it stops advertising HTTP/3, closes
+// the TCP listener and the QUIC listener (new connections are refused),
+// sends HTTP/3 GOAWAY, closes idle TCP connections, waits for in-flight
+// requests on every protocol to finish, then closes the UDP socket and
+// returns. Functions given to RegisterOnShutdown start when it begins.
+//
+// If ctx ends first, HTTP/3 connections are closed, open TCP connections are
+// left as net/http leaves them (call Close), and ctx's error is returned.
+// Shutdown before anything was bound returns nil and makes the Server
+// unusable, as every later call does.
+func (s *Server) Shutdown(ctx context.Context) error {
+	r := s.stop()
+	if r.inner == nil {
+		return nil
+	}
+	// The TCP listener may not be tracked by the http.Server yet (Serve not
+	// called, or about to be); closing it here covers that. A second close
+	// fails harmlessly.
+	r.tcp.Close()
+	var wg sync.WaitGroup
+	var tcpErr, h3Err error
+	wg.Go(func() { tcpErr = r.inner.Shutdown(ctx) })
+	if r.h3 != nil {
+		wg.Go(func() { h3Err = r.h3.Shutdown(ctx) })
+		r.quicLn.Close()
+	}
+	wg.Wait()
+	s.closeQUIC(r)
+	if r.serveDone != nil {
+		<-r.serveDone
+	}
+	if tcpErr != nil {
+		return tcpErr
+	}
+	return h3Err
+}
+
+// Close ends the Server at once: listeners and every connection on all
+// protocols are closed, and in-flight requests see their contexts
+// cancelled. Like http.Server.Close it does not wait for handlers to
+// return; an HTTP/3 handler still running finishes in the background. It
+// returns the first error from closing the listeners.
+func (s *Server) Close() error {
+	r := s.stop()
+	err := s.closeRunning(r)
+	if r.serveDone != nil {
+		<-r.serveDone
+	}
+	return err
+}
+
+// closeNow is Close without waiting for Serve's HTTP/3 goroutine, for use
+// from that goroutine or from Serve itself.
+func (s *Server) closeNow() {
+	s.closeRunning(s.stop())
+}
+
+func (s *Server) closeRunning(r running) error {
+	if r.inner == nil {
+		return nil
+	}
+	err := r.inner.Close()
+	if cerr := r.tcp.Close(); err == nil && cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+		err = cerr
+	}
+	if r.h3 != nil {
+		r.quicLn.Close()
+		// Closing the transport closes every QUIC connection now, which
+		// cancels their request contexts. http3.Server.Close then waits for
+		// handlers to return, so it runs in the background, as net/http's
+		// Close does not wait for handlers either.
+		s.closeQUIC(r)
+		go r.h3.Close()
+	}
+	return err
+}
+
+// closeQUIC closes the QUIC transport (and with it every QUIC connection)
+// and the UDP socket.
+func (s *Server) closeQUIC(r running) {
+	if r.transport != nil {
+		r.transport.Close()
+	}
+	if r.udp != nil {
+		r.udp.Close()
+	}
+}
