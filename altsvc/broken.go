@@ -41,12 +41,11 @@ func (c *Cache) MarkBroken(o Origin, alt Alternative) (until time.Time, ok bool)
 	if a == nil {
 		return time.Time{}, false
 	}
-	if a.pub.Failures < math.MaxInt32 {
-		a.pub.Failures++
+	if a.failures < math.MaxInt32 {
+		a.failures++
 	}
-	a.brokenUntil = addDuration(now, Backoff(a.pub.Failures))
-	a.pub.BrokenUntil = unixTime(a.brokenUntil)
-	return a.pub.BrokenUntil, true
+	a.brokenUntil = addDuration(now, Backoff(int(a.failures)))
+	return unixTime(a.brokenUntil), true
 }
 
 // MarkWorking records a success of alternative alt of origin o: its broken
@@ -66,14 +65,13 @@ func (c *Cache) MarkWorking(o Origin, alt Alternative) bool {
 	return true
 }
 
-func (r *altRecord) resetBroken() {
-	r.brokenUntil = 0
-	r.pub.BrokenUntil = time.Time{}
-	r.pub.Failures = 0
+func (a *Alternative) resetBroken() {
+	a.brokenUntil = 0
+	a.failures = 0
 }
 
 // findLive returns o's live record for alt's target; the caller holds s.mu.
-func findLive(s *shard, o Origin, alt Alternative, now int64) *altRecord {
+func findLive(s *shard, o Origin, alt Alternative, now int64) *Alternative {
 	e := s.origins[o]
 	if e == nil {
 		return nil
@@ -102,7 +100,7 @@ func (c *Cache) NetworkChanged() {
 		for o, e := range s.origins {
 			kept := e.alts[:0]
 			for _, a := range e.alts {
-				if a.pub.Persist && now < a.expires {
+				if a.Persist && now < a.expires {
 					a.resetBroken()
 					kept = append(kept, a)
 				}

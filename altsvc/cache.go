@@ -1,6 +1,7 @@
 package altsvc
 
 import (
+	"hash/maphash"
 	"math"
 	"sort"
 	"sync"
@@ -34,13 +35,18 @@ type Options struct {
 	// MaxOrigins bounds the number of origins held; 0 means
 	// DefaultMaxOrigins (1000).
 	MaxOrigins int
-	// Clock returns the current time; nil means time.Now. Tests inject a
-	// fake clock. It is called outside the cache's locks.
+	// Clock returns the current time; nil means the system clock, read
+	// monotonically from the process start (wall-clock steps do not move
+	// expiries). Tests inject a fake clock. It is called outside the
+	// cache's locks.
 	Clock func() time.Time
 }
 
 // Alternative is a cached alternative service of one origin, as returned by
-// [Cache.Lookup] and [Cache.Snapshot].
+// [Cache.Lookup], [Cache.Usable] and [Cache.Snapshot]. The exported fields
+// identify it (pass it back to [Cache.MarkBroken] or [Cache.MarkWorking]);
+// the methods report its cache metadata. It is 64 bytes, so a lookup copies
+// a whole origin's alternatives in a few cache lines.
 type Alternative struct {
 	// Protocol is the ALPN protocol id, for example "h3".
 	Protocol string
@@ -53,36 +59,37 @@ type Alternative struct {
 	// Persist is true for `persist=1`: the alternative survives
 	// [Cache.NetworkChanged].
 	Persist bool
-	// Failures counts consecutive [Cache.MarkBroken] calls since the last
-	// [Cache.MarkWorking]; it sets the backoff.
-	Failures int
-	// Expires is when the alternative stops being valid.
-	Expires time.Time
-	// BrokenUntil is when the alternative may be tried again after a
-	// failure; zero or in the past means usable.
-	BrokenUntil time.Time
-}
 
-// BrokenAt reports whether the alternative is marked broken at time t.
-func (a Alternative) BrokenAt(t time.Time) bool { return t.Before(a.BrokenUntil) }
-
-// altRecord is an Alternative plus the integer times the hot path compares.
-type altRecord struct {
-	pub         Alternative   // the copy handed out by Lookup
+	failures    int32         // consecutive MarkBroken calls since the last MarkWorking
 	expires     int64         // Unix nanoseconds; live while now < expires
 	brokenUntil int64         // Unix nanoseconds; broken while now < brokenUntil
 	ttl         time.Duration // ma minus Age, to refresh from an unchanged header
 }
 
-func (r *altRecord) sameTarget(p, host string, port uint16) bool {
-	return r.pub.Port == port && r.pub.Protocol == p && r.pub.Host == host
+// Expires returns when the alternative stops being valid (zero for an
+// Alternative that did not come from a Cache).
+func (a Alternative) Expires() time.Time { return unixTime(a.expires) }
+
+// BrokenUntil returns when the alternative may be tried again after a
+// failure; the zero time when it was never marked broken.
+func (a Alternative) BrokenUntil() time.Time { return unixTime(a.brokenUntil) }
+
+// BrokenAt reports whether the alternative is marked broken at time t.
+func (a Alternative) BrokenAt(t time.Time) bool { return t.UnixNano() < a.brokenUntil }
+
+// Failures returns the number of consecutive [Cache.MarkBroken] calls since
+// the last [Cache.MarkWorking]; it sets the backoff.
+func (a Alternative) Failures() int { return int(a.failures) }
+
+func (a *Alternative) sameTarget(p, host string, port uint16) bool {
+	return a.Port == port && a.Protocol == p && a.Host == host
 }
 
 // originEntry holds one origin's alternatives. All fields but lastUsed are
 // guarded by the owning shard's mu.
 type originEntry struct {
-	alts      []altRecord // preference order, 1..MaxAlternatives, never empty
-	minExpiry int64       // earliest alts[i].expires
+	alts      []Alternative // preference order, 1..MaxAlternatives, never empty
+	minExpiry int64         // earliest alts[i].expires
 
 	// The Alt-Svc values last applied, so an identical header skips parsing.
 	// raw is nil once alts no longer reflect it (pruned, loaded, network
@@ -186,26 +193,28 @@ func (c *Cache) maxOrigins() int64 {
 	return DefaultMaxOrigins
 }
 
+// processStart anchors the default clock: wall time at start plus the
+// monotonic time elapsed since, which costs one monotonic clock read (about
+// half of time.Now) and is immune to wall-clock steps.
+var (
+	processStart     = time.Now()
+	processStartUnix = processStart.UnixNano()
+)
+
 // now returns the current time in Unix nanoseconds.
 func (c *Cache) now() int64 {
 	if c.opts.Clock != nil {
 		return c.opts.Clock().UnixNano()
 	}
-	return time.Now().UnixNano()
+	return processStartUnix + int64(time.Since(processStart))
 }
 
+// shardSeed is package-wide so that the zero Cache needs no initialisation.
+var shardSeed = maphash.MakeSeed()
+
 func (c *Cache) shardOf(o Origin) *shard {
-	// FNV-1a over the host, mixed with the port: no seed needed, so the
-	// zero Cache works. Shard balance only affects contention; the maps
-	// inside are seeded by the runtime.
-	h := uint32(2166136261)
-	for i := 0; i < len(o.host); i++ {
-		h ^= uint32(o.host[i])
-		h *= 16777619
-	}
-	h ^= uint32(o.port)
-	h *= 16777619
-	return &c.shards[(h^h>>16)%numShards]
+	h := maphash.String(shardSeed, o.host) + uint64(o.port)*0x9E3779B97F4A7C15
+	return &c.shards[(h>>32)%numShards]
 }
 
 // Lookup appends the live alternatives of origin o to dst, in the server's
@@ -228,9 +237,13 @@ func (c *Cache) Lookup(o Origin, dst []Alternative) []Alternative {
 		e = s.origins[o]
 	}
 	if e != nil {
-		for i := range e.alts {
-			if now < e.alts[i].expires {
-				dst = append(dst, e.alts[i].pub)
+		if now < e.minExpiry {
+			dst = append(dst, e.alts...) // all live: one bulk copy
+		} else {
+			for i := range e.alts {
+				if now < e.alts[i].expires {
+					dst = append(dst, e.alts[i])
+				}
 			}
 		}
 		e.touch(now)
@@ -262,8 +275,8 @@ func (c *Cache) Usable(o Origin, protocol string) (Alternative, bool) {
 	if e != nil {
 		for i := range e.alts {
 			a := &e.alts[i]
-			if now < a.expires && now >= a.brokenUntil && a.pub.Protocol == protocol {
-				found, ok = a.pub, true
+			if now < a.expires && now >= a.brokenUntil && a.Protocol == protocol {
+				found, ok = *a, true
 				break
 			}
 		}
@@ -313,7 +326,7 @@ func (c *Cache) Snapshot() []Entry {
 			ent := Entry{Origin: o, Alternatives: make([]Alternative, 0, len(e.alts))}
 			for _, a := range e.alts {
 				if now < a.expires {
-					ent.Alternatives = append(ent.Alternatives, a.pub)
+					ent.Alternatives = append(ent.Alternatives, a)
 				}
 			}
 			if len(ent.Alternatives) > 0 {

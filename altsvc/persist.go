@@ -39,7 +39,7 @@ func (c *Cache) Save(w io.Writer) error {
 				persist = "1"
 			}
 			fmt.Fprintf(bw, "%s %s %s %d %s %s\n", origin, encodeProtocolID(a.Protocol),
-				hostField(a.Host), a.Port, a.Expires.UTC().Format(time.RFC3339), persist)
+				hostField(a.Host), a.Port, a.Expires().Format(time.RFC3339), persist)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -77,7 +77,7 @@ func (c *Cache) Load(r io.Reader) (LoadStats, error) {
 	now := c.now()
 	type group struct {
 		origin Origin
-		recs   []altRecord
+		recs   []Alternative
 	}
 	var groups []*group
 	index := make(map[Origin]*group)
@@ -108,7 +108,7 @@ func (c *Cache) Load(r io.Reader) (LoadStats, error) {
 					groups = append(groups, g)
 				}
 				switch {
-				case hasTarget(g.recs, rec.pub.Protocol, rec.pub.Host, rec.pub.Port):
+				case hasTarget(g.recs, rec.Protocol, rec.Host, rec.Port):
 					st.Malformed++ // a duplicate line
 				case len(g.recs) == MaxAlternatives:
 					st.Excess++
@@ -152,30 +152,30 @@ func readLine(br *bufio.Reader) (line string, tooLong bool, err error) {
 }
 
 // parseLine parses one saved alternative.
-func parseLine(line string) (Origin, altRecord, error) {
+func parseLine(line string) (Origin, Alternative, error) {
 	f := strings.Fields(line)
 	if len(f) != 6 {
-		return Origin{}, altRecord{}, fmt.Errorf("want 6 fields, have %d", len(f))
+		return Origin{}, Alternative{}, fmt.Errorf("want 6 fields, have %d", len(f))
 	}
 	o, err := ParseOrigin(f[0])
 	if err != nil {
-		return Origin{}, altRecord{}, err
+		return Origin{}, Alternative{}, err
 	}
 	proto, err := decodeProtocolID(f[1])
 	if err != nil {
-		return Origin{}, altRecord{}, err
+		return Origin{}, Alternative{}, err
 	}
 	host, err := normaliseHost(f[2])
 	if err != nil {
-		return Origin{}, altRecord{}, err
+		return Origin{}, Alternative{}, err
 	}
 	port, err := parsePort(f[3])
 	if err != nil {
-		return Origin{}, altRecord{}, err
+		return Origin{}, Alternative{}, err
 	}
 	exp, err := time.Parse(time.RFC3339, f[4])
 	if err != nil {
-		return Origin{}, altRecord{}, err
+		return Origin{}, Alternative{}, err
 	}
 	var persist bool
 	switch f[5] {
@@ -183,15 +183,12 @@ func parseLine(line string) (Origin, altRecord, error) {
 	case "1":
 		persist = true
 	default:
-		return Origin{}, altRecord{}, fmt.Errorf("persist %q is not 0 or 1", f[5])
+		return Origin{}, Alternative{}, fmt.Errorf("persist %q is not 0 or 1", f[5])
 	}
 	if exp.Year() < 1970 || exp.Year() > 2200 {
-		return Origin{}, altRecord{}, fmt.Errorf("expiry %q out of range", f[4])
+		return Origin{}, Alternative{}, fmt.Errorf("expiry %q out of range", f[4])
 	}
 	ns := exp.UnixNano()
-	rec := altRecord{
-		pub:     Alternative{Protocol: proto, Host: host, Port: uint16(port), Persist: persist, Expires: unixTime(ns)},
-		expires: ns,
-	}
+	rec := Alternative{Protocol: proto, Host: host, Port: uint16(port), Persist: persist, expires: ns}
 	return o, rec, nil
 }

@@ -87,7 +87,6 @@ func (c *Cache) refreshUnchanged(o Origin, values []string, age time.Duration, n
 	for i := range e.alts {
 		a := &e.alts[i]
 		a.expires = addDuration(now, a.ttl)
-		a.pub.Expires = unixTime(a.expires)
 	}
 	e.refreshedAt = now
 	e.recomputeMinExpiry()
@@ -111,8 +110,8 @@ func sameValues(a, b []string) bool {
 // buildRecords turns parsed services into records expiring relative to now,
 // dropping stale ones and duplicates; services beyond MaxAlternatives are
 // reported.
-func buildRecords(o Origin, svcs []Service, age time.Duration, now int64) ([]altRecord, error) {
-	recs := make([]altRecord, 0, min(len(svcs), MaxAlternatives))
+func buildRecords(o Origin, svcs []Service, age time.Duration, now int64) ([]Alternative, error) {
+	recs := make([]Alternative, 0, min(len(svcs), MaxAlternatives))
 	var errs []error
 	for _, svc := range svcs {
 		ttl := svc.MaxAge - age
@@ -132,16 +131,15 @@ func buildRecords(o Origin, svcs []Service, age time.Duration, now int64) ([]alt
 			continue
 		}
 		exp := addDuration(now, ttl)
-		recs = append(recs, altRecord{
-			pub:     Alternative{Protocol: svc.Protocol, Host: host, Port: svc.Port, Persist: svc.Persist, Expires: unixTime(exp)},
-			expires: exp,
-			ttl:     ttl,
+		recs = append(recs, Alternative{
+			Protocol: svc.Protocol, Host: host, Port: svc.Port, Persist: svc.Persist,
+			expires: exp, ttl: ttl,
 		})
 	}
 	return recs, errors.Join(errs...)
 }
 
-func hasTarget(recs []altRecord, p, host string, port uint16) bool {
+func hasTarget(recs []Alternative, p, host string, port uint16) bool {
 	for i := range recs {
 		if recs[i].sameTarget(p, host, port) {
 			return true
@@ -152,7 +150,7 @@ func hasTarget(recs []altRecord, p, host string, port uint16) bool {
 
 // replace makes recs the alternatives of o (removing o when recs is empty),
 // carrying over the broken marks of alternatives that stay.
-func (c *Cache) replace(o Origin, recs []altRecord, raw []string, age time.Duration, rawErr error, now int64) {
+func (c *Cache) replace(o Origin, recs []Alternative, raw []string, age time.Duration, rawErr error, now int64) {
 	s := c.shardOf(o)
 	s.mu.Lock()
 	if e := s.origins[o]; e != nil {
@@ -174,14 +172,13 @@ func (c *Cache) replace(o Origin, recs []altRecord, raw []string, age time.Durat
 }
 
 // fillEntry installs recs into e; the caller holds s.mu.
-func (c *Cache) fillEntry(s *shard, e *originEntry, recs []altRecord, raw []string, age time.Duration, rawErr error, now int64) {
+func (c *Cache) fillEntry(s *shard, e *originEntry, recs []Alternative, raw []string, age time.Duration, rawErr error, now int64) {
 	for i := range recs {
 		r := &recs[i]
 		for j := range e.alts {
-			if old := &e.alts[j]; old.sameTarget(r.pub.Protocol, r.pub.Host, r.pub.Port) {
+			if old := &e.alts[j]; old.sameTarget(r.Protocol, r.Host, r.Port) {
 				r.brokenUntil = old.brokenUntil
-				r.pub.BrokenUntil = old.pub.BrokenUntil
-				r.pub.Failures = old.pub.Failures
+				r.failures = old.failures
 				break
 			}
 		}
@@ -197,7 +194,7 @@ func (c *Cache) fillEntry(s *shard, e *originEntry, recs []altRecord, raw []stri
 // admit inserts a new origin, making room first when the cache is full:
 // expired origins are reclaimed before the least recently used live origin
 // is evicted.
-func (c *Cache) admit(o Origin, recs []altRecord, raw []string, age time.Duration, rawErr error, now int64) {
+func (c *Cache) admit(o Origin, recs []Alternative, raw []string, age time.Duration, rawErr error, now int64) {
 	c.structMu.Lock()
 	defer c.structMu.Unlock()
 	s := c.shardOf(o)
@@ -312,4 +309,10 @@ func addDuration(now int64, d time.Duration) int64 {
 	return now + int64(d)
 }
 
-func unixTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+// unixTime converts Unix nanoseconds to a UTC time; 0 is the zero time.
+func unixTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
