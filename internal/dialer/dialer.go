@@ -70,8 +70,8 @@ type Conn struct {
 // ("dial tcp: lookup host: ...") wrapping the *net.DNSError, as net/http
 // reports it.
 func (d *Dialer) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return []netip.Addr{ip.Unmap()}, nil
+	if ip, ok := dnscache.ParseIPLiteral(host); ok {
+		return []netip.Addr{ip}, nil
 	}
 	var addrs []netip.Addr
 	var err error

@@ -80,6 +80,10 @@ type Cache struct {
 	entries map[string]*entry
 
 	stats counters
+
+	// testHookJoined, when set (tests only), runs after a caller has joined
+	// a shared lookup and before it waits for the answer.
+	testHookJoined func(key string)
 }
 
 // entry is one name's answer. Fields other than refreshing never change
@@ -138,8 +142,8 @@ func New(cfg Config) *Cache {
 // NegativeTTL) or, when ctx ends first, one wrapping ctx.Err() (the shared
 // lookup goes on for other callers).
 func (c *Cache) LookupNetIP(ctx context.Context, host string) ([]netip.Addr, error) {
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return []netip.Addr{ip.Unmap()}, nil
+	if ip, ok := ParseIPLiteral(host); ok {
+		return []netip.Addr{ip}, nil
 	}
 	trace := httptrace.ContextClientTrace(ctx)
 	if trace != nil && trace.DNSStart != nil {

@@ -27,6 +27,9 @@ func (c *Cache) lookupShared(ctx context.Context, host, key string) (addrs []net
 		led = true
 		return c.resolveAndStore(key), nil
 	})
+	if c.testHookJoined != nil {
+		c.testHookJoined(key)
+	}
 	select {
 	case r := <-ch:
 		// led is written before the result is sent on ch, so reading it

@@ -1,0 +1,199 @@
+package dnscache
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// dnsServer is a real DNS server on loopback UDP answering A and AAAA
+// queries from a table, NXDOMAIN for unknown names, and counting queries.
+type dnsServer struct {
+	pc   net.PacketConn
+	addr string
+	done chan struct{}
+
+	// mu guards records, queries and gate.
+	mu      sync.Mutex
+	records map[string][]netip.Addr // lower-case FQDN -> addresses
+	queries map[string]int          // "name TYPE" -> count
+	total   int
+	gate    chan struct{} // when non-nil, answers wait until it is closed
+}
+
+func startDNSServer(t testing.TB) *dnsServer {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &dnsServer{
+		pc:      pc,
+		addr:    pc.LocalAddr().String(),
+		done:    make(chan struct{}),
+		records: make(map[string][]netip.Addr),
+		queries: make(map[string]int),
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.serve(&wg)
+	}()
+	t.Cleanup(func() {
+		s.openGate()
+		pc.Close()
+		wg.Wait()
+	})
+	return s
+}
+
+func (s *dnsServer) set(name string, addrs ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var as []netip.Addr
+	for _, a := range addrs {
+		as = append(as, netip.MustParseAddr(a))
+	}
+	s.records[strings.ToLower(name)+"."] = as
+}
+
+// closeGate makes answers wait until openGate.
+func (s *dnsServer) closeGate() {
+	s.mu.Lock()
+	s.gate = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *dnsServer) openGate() {
+	s.mu.Lock()
+	if s.gate != nil {
+		close(s.gate)
+		s.gate = nil
+	}
+	s.mu.Unlock()
+}
+
+// count returns the queries received for name of type qtype ("A", "AAAA").
+func (s *dnsServer) count(name, qtype string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queries[strings.ToLower(name)+". "+qtype]
+}
+
+func (s *dnsServer) totalQueries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+func (s *dnsServer) serve(wg *sync.WaitGroup) {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := s.pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		req := append([]byte(nil), buf[:n]...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp := s.answer(req); resp != nil {
+				s.pc.WriteTo(resp, from)
+			}
+		}()
+	}
+}
+
+func (s *dnsServer) answer(req []byte) []byte {
+	var p dnsmessage.Parser
+	h, err := p.Start(req)
+	if err != nil {
+		return nil
+	}
+	q, err := p.Question()
+	if err != nil {
+		return nil
+	}
+	name := strings.ToLower(q.Name.String())
+	qtype := strings.TrimPrefix(q.Type.String(), "Type")
+	s.mu.Lock()
+	s.queries[name+" "+qtype]++
+	s.total++
+	addrs, known := s.records[name]
+	gate := s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	rh := dnsmessage.Header{ID: h.ID, Response: true, RecursionDesired: h.RecursionDesired, RecursionAvailable: true, Authoritative: true}
+	if !known {
+		rh.RCode = dnsmessage.RCodeNameError
+	}
+	b := dnsmessage.NewBuilder(nil, rh)
+	b.EnableCompression()
+	if b.StartQuestions() != nil || b.Question(q) != nil || b.StartAnswers() != nil {
+		return nil
+	}
+	rrh := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}
+	for _, a := range addrs {
+		switch {
+		case q.Type == dnsmessage.TypeA && a.Is4():
+			if b.AResource(rrh, dnsmessage.AResource{A: a.As4()}) != nil {
+				return nil
+			}
+		case q.Type == dnsmessage.TypeAAAA && a.Is6():
+			if b.AAAAResource(rrh, dnsmessage.AAAAResource{AAAA: a.As16()}) != nil {
+				return nil
+			}
+		}
+	}
+	out, err := b.Finish()
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// resolver returns a pure-Go resolver that sends every query to s.
+func (s *dnsServer) resolver() *net.Resolver {
+	return resolverFor(s.addr)
+}
+
+func resolverFor(addr string) *net.Resolver {
+	return &net.Resolver{
+		PreferGo: true,
+		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "udp4", addr)
+		},
+	}
+}
+
+// fakeClock is an injectable clock that only moves when told to.
+type fakeClock struct {
+	mu  sync.Mutex // guards now
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
