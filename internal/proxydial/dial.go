@@ -67,7 +67,7 @@ func dialTCP(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 	return conn, err
 }
 
-var errTLSHandshakeTimeout = &timeoutError{what: "TLS handshake with proxy"}
+var errTLSHandshakeTimeout = &timeoutError{what: "TLS handshake"}
 
 // handshakeProxyTLS runs TLS over conn to the proxy, closing conn on
 // failure, and fires the httptrace TLS hooks as net/http does.

@@ -1,6 +1,7 @@
 package proxydial
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -45,5 +46,24 @@ var _ net.Error = (*timeoutError)(nil)
 // net/http does (a *net.OpError with Op "proxyconnect"), adding the
 // proxy's address to the message.
 func proxyConnectError(addr, what string, err error) error {
-	return &net.OpError{Op: "proxyconnect", Net: "tcp", Err: fmt.Errorf("%s proxy %s: %w", what, addr, err)}
+	return &net.OpError{Op: "proxyconnect", Net: "tcp", Err: &proxyCause{msg: what + " proxy " + addr, err: err}}
 }
+
+// proxyCause is the Err of a "proxyconnect" *net.OpError. It reports
+// Timeout() from its cause, because net.OpError.Timeout only looks one
+// level down.
+type proxyCause struct {
+	msg string
+	err error
+}
+
+func (e *proxyCause) Error() string { return e.msg + ": " + e.err.Error() }
+func (e *proxyCause) Unwrap() error { return e.err }
+
+func (e *proxyCause) Timeout() bool {
+	var t interface{ Timeout() bool }
+	return errors.As(e.err, &t) && t.Timeout()
+}
+
+// Temporary mirrors Timeout, as net errors do.
+func (e *proxyCause) Temporary() bool { return e.Timeout() }
