@@ -1,0 +1,52 @@
+// Package h3conn speaks HTTP/3 to an Alt-Svc alternative and races the QUIC
+// handshake against TCP. It is the HTTP/3 half of ferry's transport; the
+// transport keeps the request flow, the Alt-Svc cache and the pool.
+//
+// # Contract
+//
+//   - [Dialer.Dial] connects to the alternative's host and port while TLS
+//     verifies the certificate for the origin host (SNI = origin host) with the
+//     caller's RootCAs and InsecureSkipVerify as given; only NextProtos is
+//     forced to ["h3"]. A certificate that does not verify fails the dial: the
+//     alternative is broken, the user's security is untouched.
+//   - One UDP socket per Dialer: a quic.Transport bound to an ephemeral port
+//     on the unspecified address, created by the first Dial and closed by
+//     [Dialer.Close], which also closes every connection the Dialer made and
+//     waits for dials in progress. Nothing outlives Close except a goroutine
+//     finishing a user callback.
+//   - [Conn] is a shared (multiplexed) connection with the semantics the pool
+//     expects of idlepool.SharedConn: [Conn.ReserveStream], [Conn.Usable],
+//     [Conn.IdleSince], [Conn.CloseIfIdle], [Conn.Close]. [Conn.RoundTrip]
+//     sends one request; the request's authority (Host, :authority) stays the
+//     origin whatever host the connection went to.
+//   - A request that failed before any byte of it left the client (GOAWAY
+//     received, connection closed, stream could not be opened) or that the
+//     server refused unprocessed (H3_REQUEST_REJECTED) fails with a
+//     [*RetryableError]; [IsRetryable] recognises it and
+//     [RetryableError.Unsent] says whether the body is still untouched.
+//   - [Race] gives the QUIC handshake a head start over TCP. It returns the
+//     connection when QUIC wins, and otherwise tells the caller to use TCP
+//     while the dial finishes in the background and hands its outcome to a
+//     callback (or closes it). It leaks no goroutine and no connection.
+//
+// # What comes from quic-go and what is added here
+//
+// quic-go's http3.ClientConn (v0.65) does the request encoding, gzip
+// (DisableCompression), trailers both ways, 1xx handling, cancellation by
+// the request context, the MaxResponseHeaderBytes limit and resp.Proto
+// "HTTP/3.0"; it fires the httptrace hooks WroteHeaderField, WroteHeaders,
+// WroteRequest, GotFirstResponseByte, Got1xxResponse and Got100Continue.
+// It fires no connection hooks when a ClientConn is used directly, so this
+// package fires DNSStart/DNSDone (default resolver only), ConnectStart/Done
+// ("udp"), TLSHandshakeStart/Done in Dial and GotConn in RoundTrip. GetConn
+// is the transport's: it fires before it looks in the pool.
+//
+// quic-go exposes neither the peer's stream limit nor the GOAWAY it
+// received. Stream capacity is therefore a local cap
+// ([Config.MaxConcurrentStreams], default 100, quic-go's own server
+// default); a request beyond the peer's real limit waits in quic-go for a
+// stream instead of failing. A GOAWAY is learnt from its effects: the first
+// request that cannot open a stream marks the connection unusable, and the
+// connection closing (quic-go closes it once the last stream after a GOAWAY
+// ends) does so too.
+package h3conn
