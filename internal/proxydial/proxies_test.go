@@ -88,7 +88,7 @@ func serveLoopback(t *testing.T, tlsCfg *tls.Config, handle func(net.Conn)) net.
 // seenRequest is what an in-process proxy received.
 type seenRequest struct {
 	Method, URI, ProxyAuth, UserAgent, Host string
-	Header                                 http.Header
+	Header                                  http.Header
 }
 
 // httpProxy is an in-process forwarding proxy: CONNECT opens a relayed

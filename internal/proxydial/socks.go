@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"time"
 
 	"golang.org/x/net/proxy"
 )
@@ -47,7 +49,7 @@ func socksTunnel(ctx context.Context, proxyURL *url.URL, scheme, addr, target st
 	// On failure the SOCKS dialer closes conn. On success its result only
 	// wraps conn (adding the bound address), so conn itself is returned.
 	if _, err := cd.DialContext(hsCtx, "tcp", target); err != nil {
-		if cerr := hsCtx.Err(); cerr != nil {
+		if cerr := handshakeCtxErr(hsCtx, err); cerr != nil {
 			return nil, fmt.Errorf("proxydial: SOCKS5 proxy %s, target %s: %w (%w)", addr, target, cerr, err)
 		}
 		return nil, fmt.Errorf("proxydial: SOCKS5 proxy %s, target %s: %w", addr, target, err)
@@ -83,4 +85,18 @@ func resolveTarget(ctx context.Context, target string, cfg *Config) (string, err
 		return "", fmt.Errorf("proxydial: resolve SOCKS5 target %s: %w", host, err)
 	}
 	return net.JoinHostPort(addrs[0].Unmap().String(), port), nil
+}
+
+// handshakeCtxErr returns the context's error when it explains the failed
+// handshake err. The SOCKS dialer turns the context deadline into a socket
+// deadline, so an i/o timeout at or after that deadline is the context's
+// DeadlineExceeded even if the context's own timer has not fired yet.
+func handshakeCtxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if d, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
