@@ -1,0 +1,117 @@
+package dialer
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http/httptrace"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/selfsigned"
+)
+
+func TestHandshakeTLS(t *testing.T) {
+	cert, err := selfsigned.New("localhost", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsLn, err := tls.Listen("tcp", "127.0.0.1:0", cert.ServerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsSrv := serve(t, tlsLn) // reading drives the server handshake
+	silent := listen(t, "127.0.0.1:0")
+	d := &Dialer{}
+
+	t.Run("ok", func(t *testing.T) {
+		raw, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, tlsSrv.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var events []string
+		var state tls.ConnectionState
+		ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+			TLSHandshakeStart: func() { events = append(events, "start") },
+			TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
+				events = append(events, "done")
+				state = cs
+			},
+		})
+		cfg := cert.ClientConfig()
+		cfg.ServerName = "localhost"
+		tc, err := HandshakeTLS(ctx, raw, cfg, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		if !slices.Equal(events, []string{"start", "done"}) || !state.HandshakeComplete {
+			t.Fatalf("hooks %q, state complete=%v", events, state.HandshakeComplete)
+		}
+	})
+	t.Run("server never answers: timeout", func(t *testing.T) {
+		raw, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, silent.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doneErr error
+		ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+			TLSHandshakeDone: func(_ tls.ConnectionState, err error) { doneErr = err },
+		})
+		_, err = HandshakeTLS(ctx, raw, &tls.Config{ServerName: "localhost"}, 50*time.Millisecond)
+		var ne net.Error
+		if !errors.Is(err, ErrTLSHandshakeTimeout) || !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("err = %v, want ErrTLSHandshakeTimeout with Timeout()", err)
+		}
+		if doneErr != err {
+			t.Fatalf("TLSHandshakeDone got %v", doneErr)
+		}
+		if _, err := raw.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("raw conn not closed after failure: write err %v", err)
+		}
+	})
+	t.Run("context cancelled", func(t *testing.T) {
+		raw, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, silent.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{TLSHandshakeStart: cancel})
+		_, err = HandshakeTLS(ctx, raw, &tls.Config{ServerName: "localhost"}, time.Minute)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	})
+	t.Run("bad certificate", func(t *testing.T) {
+		raw, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, tlsSrv.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = HandshakeTLS(t.Context(), raw, &tls.Config{ServerName: "localhost"}, 5*time.Second)
+		var ue *tls.CertificateVerificationError
+		if !errors.As(err, &ue) {
+			t.Fatalf("err = %v, want a certificate verification error", err)
+		}
+		if _, err := raw.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("raw conn not closed after failure: %v", err)
+		}
+	})
+	t.Run("nil config", func(t *testing.T) {
+		raw, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, silent.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := HandshakeTLS(t.Context(), raw, nil, 0); err == nil {
+			t.Fatal("nil config accepted")
+		}
+		if _, err := raw.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("raw conn not closed: %v", err)
+		}
+		if _, err := HandshakeTLS(t.Context(), nil, &tls.Config{}, 0); err == nil {
+			t.Fatal("nil conn accepted")
+		}
+	})
+}
