@@ -41,15 +41,15 @@ func (p *Pool[K, C]) Close() {
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()
-		for _, ks := range s.keys {
+		s.keys.each(func(ks *keyState[K, C]) {
 			for _, e := range ks.idle {
 				cs = append(cs, e.c)
 			}
 			shared = append(shared, ks.shared...)
 			for ks.waiters.hand(waitResult[C]{err: ErrPoolClosed}) {
 			}
-		}
-		clear(s.keys)
+		})
+		s.keys.reset()
 		s.idleKeys, s.sharedKeys, s.free = nil, nil, nil
 		s.watermark.Store(noIdle)
 		s.idleCount.Store(0)

@@ -32,6 +32,7 @@ type Pool[K comparable, C Conn] struct {
 	maxIdle    int // 0: no limit; < 0: keep nothing idle
 	maxConns   int // <= 0: no limit
 	clock      func() time.Time
+	fakeClock  bool // Config.Clock was set: read it instead of the monotonic clock
 	epoch      time.Time
 	timeout    atomic.Int64 // IdleTimeout in ns; <= 0: never expire
 	closed     atomic.Bool
@@ -56,6 +57,7 @@ func New[K comparable, C Conn](cfg Config) *Pool[K, C] {
 	if p.maxPerKey == 0 {
 		p.maxPerKey = DefaultMaxIdlePerKey
 	}
+	p.fakeClock = p.clock != nil
 	if p.clock == nil {
 		p.clock = time.Now
 	}
@@ -68,13 +70,25 @@ func New[K comparable, C Conn](cfg Config) *Pool[K, C] {
 	return p
 }
 
-func (p *Pool[K, C]) shardFor(key K) *shard[K, C] {
-	return &p.shards[maphash.Comparable(p.seed, key)&(numShards-1)]
+// locate returns the shard of key and the key's hash.
+func (p *Pool[K, C]) locate(key K) (*shard[K, C], uint64) {
+	h := maphash.Comparable(p.seed, key)
+	return &p.shards[h&(numShards-1)], h
 }
 
-// now is the pool clock: nanoseconds since New (monotonic with time.Now).
+func (p *Pool[K, C]) shardFor(key K) *shard[K, C] {
+	s, _ := p.locate(key)
+	return s
+}
+
+// now is the pool clock: nanoseconds since New. With the default clock it is
+// time.Since, which reads only the monotonic clock (half the cost of
+// time.Now, which also reads the wall clock).
 func (p *Pool[K, C]) now() int64 {
-	return int64(p.clock().Sub(p.epoch))
+	if p.fakeClock {
+		return int64(p.clock().Sub(p.epoch))
+	}
+	return int64(time.Since(p.epoch))
 }
 
 // keepsIdle reports whether the configuration allows any idle connection.
@@ -98,7 +112,7 @@ func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Dura
 	if err := ctx.Err(); err != nil {
 		return c, 0, false, err
 	}
-	s := p.shardFor(key)
+	s, h := p.locate(key)
 	now := p.now()
 	s.mu.Lock()
 	if p.closed.Load() {
@@ -106,7 +120,7 @@ func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Dura
 		return c, 0, false, ErrPoolClosed
 	}
 	expired := p.sweepIfDueLocked(s, now)
-	ks := s.keys[key]
+	ks := s.lookupLocked(h, key)
 	if ks != nil && len(ks.idle) > 0 {
 		e := s.popLocked(ks)
 		s.hits.Add(1)
@@ -117,7 +131,7 @@ func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Dura
 	}
 	s.misses.Add(1)
 	if ks == nil {
-		ks = s.getOrCreateLocked(key)
+		ks = s.getOrCreateLocked(h, key)
 	}
 	if p.maxConns <= 0 || ks.conns < p.maxConns {
 		ks.conns++
@@ -130,26 +144,27 @@ func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Dura
 	s.mu.Unlock()
 	p.counters.waits.Add(1)
 	p.closeAsync(expired)
-	return p.wait(ctx, s, key, w)
+	return p.wait(ctx, key, w)
 }
 
 // wait blocks until w is handed a result or ctx ends.
-func (p *Pool[K, C]) wait(ctx context.Context, s *shard[K, C], key K, w *waiter[C]) (c C, idleFor time.Duration, reused bool, err error) {
+func (p *Pool[K, C]) wait(ctx context.Context, key K, w *waiter[C]) (c C, idleFor time.Duration, reused bool, err error) {
 	select {
 	case r := <-w.ch:
 		return r.c, 0, r.reused, r.err
 	case <-ctx.Done():
 	}
-	p.giveUp(s, key, w)
+	p.giveUp(key, w)
 	return c, 0, false, ctx.Err()
 }
 
 // giveUp takes a cancelled waiter out of its queue; if it was handed a
 // connection or a slot as it gave up, that goes back to the pool.
-func (p *Pool[K, C]) giveUp(s *shard[K, C], key K, w *waiter[C]) {
+func (p *Pool[K, C]) giveUp(key K, w *waiter[C]) {
+	s, h := p.locate(key)
 	s.mu.Lock()
 	removed := false
-	if ks := s.keys[key]; ks != nil {
+	if ks := s.lookupLocked(h, key); ks != nil {
 		removed = ks.waiters.remove(w)
 		if removed {
 			s.dropIfEmptyLocked(ks)
@@ -177,11 +192,11 @@ func (p *Pool[K, C]) giveUp(s *shard[K, C], key K, w *waiter[C]) {
 // it sat idle, without waiting and without reserving a slot when there is
 // none (ok is false then).
 func (p *Pool[K, C]) TryGet(key K) (c C, idleFor time.Duration, ok bool) {
-	s := p.shardFor(key)
+	s, h := p.locate(key)
 	now := p.now()
 	s.mu.Lock()
 	expired := p.sweepIfDueLocked(s, now)
-	ks := s.keys[key]
+	ks := s.lookupLocked(h, key)
 	if ks == nil || len(ks.idle) == 0 {
 		s.misses.Add(1)
 		s.mu.Unlock()
@@ -204,7 +219,7 @@ func (p *Pool[K, C]) TryGet(key K) (c C, idleFor time.Duration, ok bool) {
 // false. A Put that takes the pool over MaxIdle closes the oldest idle
 // connection of any key instead.
 func (p *Pool[K, C]) Put(key K, c C) bool {
-	s := p.shardFor(key)
+	s, h := p.locate(key)
 	now := p.now()
 	s.mu.Lock()
 	if p.closed.Load() {
@@ -212,7 +227,7 @@ func (p *Pool[K, C]) Put(key K, c C) bool {
 		c.Close()
 		return false
 	}
-	ks := s.getOrCreateLocked(key)
+	ks := s.getOrCreateLocked(h, key)
 	if ks.conns == 0 {
 		ks.conns = 1 // a connection Put without a reserved slot holds one now
 	}
@@ -247,9 +262,9 @@ func (p *Pool[K, C]) Put(key K, c C) bool {
 // eviction, CloseIdle, a Put it does not keep) have their slot released by the
 // pool: do not Release those.
 func (p *Pool[K, C]) Release(key K) {
-	s := p.shardFor(key)
+	s, h := p.locate(key)
 	s.mu.Lock()
-	if ks := s.keys[key]; ks != nil {
+	if ks := s.lookupLocked(h, key); ks != nil {
 		p.releaseSlotLocked(s, ks)
 	}
 	s.mu.Unlock()

@@ -25,18 +25,25 @@ type idleEntry[C Conn] struct {
 // keyState is everything the pool knows about one key. It is reached only
 // through its shard's map and guarded by that shard's mu.
 type keyState[K comparable, C Conn] struct {
-	key K
+	// The fields a get or put touches come first, so that for a small key
+	// they share one or two cache lines.
+
+	hash uint64 // maphash of key: low bits chose the shard, the rest the table slot
 	// idle is a stack: oldest at index 0, most recently used at the end, so
-	// every prefix is older than what follows it.
+	// every prefix is older than what follows it. It starts on inline.
 	idle []idleEntry[C]
-	// idleIdx is the index of this key in shard.idleKeys, -1 when idle is empty.
-	idleIdx int
-	// sharedIdx is the index of this key in shard.sharedKeys, -1 when shared is empty.
-	sharedIdx int
+	// inline holds the first DefaultMaxIdlePerKey idle entries in the
+	// keyState itself: one memory access fewer per get and put.
+	inline [DefaultMaxIdlePerKey]idleEntry[C]
 	// conns counts live connections holding a slot of this key.
 	conns int
 	// waiters are Acquire calls waiting for a slot, first come first served.
 	waiters waitQueue[C]
+	key     K
+	// idleIdx is the index of this key in shard.idleKeys, -1 when idle is empty.
+	idleIdx int
+	// sharedIdx is the index of this key in shard.sharedKeys, -1 when shared is empty.
+	sharedIdx int
 	// shared is copy-on-write: a new slice is built on every change, so a
 	// reader may keep the header it read under the lock and use it after.
 	shared []SharedConn
@@ -51,7 +58,7 @@ type shard[K comparable, C Conn] struct {
 	// mu guards keys, idleKeys, sharedKeys, free and every keyState reachable
 	// from keys. It is never held while a connection method runs.
 	mu         sync.Mutex
-	keys       map[K]*keyState[K, C]
+	keys       keyTable[K, C]
 	idleKeys   []*keyState[K, C]
 	sharedKeys []*keyState[K, C]
 	// free holds emptied keyStates (with their slices) for reuse, so keys that
@@ -76,13 +83,17 @@ type shard[K comparable, C Conn] struct {
 const maxFreeKeyStates = 32
 
 func (s *shard[K, C]) init() {
-	s.keys = make(map[K]*keyState[K, C])
 	s.watermark.Store(noIdle)
 }
 
+// lookupLocked returns the state of key (h is its maphash), nil if absent.
+func (s *shard[K, C]) lookupLocked(h uint64, key K) *keyState[K, C] {
+	return s.keys.get(h, key)
+}
+
 // getOrCreateLocked returns the state of key, creating it when absent.
-func (s *shard[K, C]) getOrCreateLocked(key K) *keyState[K, C] {
-	if ks := s.keys[key]; ks != nil {
+func (s *shard[K, C]) getOrCreateLocked(h uint64, key K) *keyState[K, C] {
+	if ks := s.keys.get(h, key); ks != nil {
 		return ks
 	}
 	var ks *keyState[K, C]
@@ -92,11 +103,13 @@ func (s *shard[K, C]) getOrCreateLocked(key K) *keyState[K, C] {
 		s.free = s.free[:n-1]
 	} else {
 		ks = &keyState[K, C]{}
+		ks.idle = ks.inline[:0]
 	}
 	ks.key = key
+	ks.hash = h
 	ks.idleIdx = -1
 	ks.sharedIdx = -1
-	s.keys[key] = ks
+	s.keys.insert(ks)
 	return ks
 }
 
@@ -105,7 +118,7 @@ func (s *shard[K, C]) dropIfEmptyLocked(ks *keyState[K, C]) {
 	if !ks.empty() {
 		return
 	}
-	delete(s.keys, ks.key)
+	s.keys.remove(ks)
 	var zeroK K
 	ks.key = zeroK
 	ks.shared = nil

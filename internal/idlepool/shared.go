@@ -44,17 +44,17 @@ func (p *Pool[K, C]) AddShared(key K, s SharedConn) {
 		return
 	}
 	comparable := reflect.TypeOf(s).Comparable()
-	sh := p.shardFor(key)
+	sh, h := p.locate(key)
 	sh.mu.Lock()
 	if p.closed.Load() || !comparable {
-		if ks := sh.keys[key]; ks != nil {
+		if ks := sh.lookupLocked(h, key); ks != nil {
 			p.releaseSlotLocked(sh, ks)
 		}
 		sh.mu.Unlock()
 		s.Close()
 		return
 	}
-	ks := sh.getOrCreateLocked(key)
+	ks := sh.getOrCreateLocked(h, key)
 	if ks.conns == 0 {
 		ks.conns = 1
 	}
@@ -75,10 +75,10 @@ func (p *Pool[K, C]) AddShared(key K, s SharedConn) {
 // from the pool (not closed: they may be finishing streams) and their slots
 // released. The connection methods run outside any lock.
 func (p *Pool[K, C]) GetShared(key K) (SharedConn, bool) {
-	sh := p.shardFor(key)
+	sh, h := p.locate(key)
 	sh.mu.Lock()
 	var list []SharedConn
-	if ks := sh.keys[key]; ks != nil {
+	if ks := sh.lookupLocked(h, key); ks != nil {
 		list = ks.shared // copy-on-write: safe to read after unlocking
 	}
 	sh.mu.Unlock()
@@ -111,10 +111,10 @@ func (p *Pool[K, C]) RemoveShared(key K, s SharedConn) {
 // removeShared takes s out of key's list, releasing its slot when release is
 // set; it reports whether s was there.
 func (p *Pool[K, C]) removeShared(key K, s SharedConn, release bool) bool {
-	sh := p.shardFor(key)
+	sh, h := p.locate(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	ks := sh.keys[key]
+	ks := sh.lookupLocked(h, key)
 	if ks == nil || !sh.removeSharedLocked(ks, s) {
 		return false
 	}
@@ -243,16 +243,16 @@ func (p *Pool[K, C]) releaseSharedSlot(key K) {
 // readdShared puts back a shared connection the sweep took out, keeping its
 // slot; after Close it is closed instead.
 func (p *Pool[K, C]) readdShared(key K, s SharedConn) {
-	sh := p.shardFor(key)
+	sh, h := p.locate(key)
 	sh.mu.Lock()
 	if p.closed.Load() {
-		if ks := sh.keys[key]; ks != nil {
+		if ks := sh.lookupLocked(h, key); ks != nil {
 			p.releaseSlotLocked(sh, ks)
 		}
 		sh.mu.Unlock()
 		s.Close()
 		return
 	}
-	sh.addSharedLocked(sh.getOrCreateLocked(key), s)
+	sh.addSharedLocked(sh.getOrCreateLocked(h, key), s)
 	sh.mu.Unlock()
 }

@@ -64,10 +64,10 @@ func (p *Pool[K, C]) Stats() Stats {
 
 // IdleLen returns how many idle exclusive connections key has now.
 func (p *Pool[K, C]) IdleLen(key K) int {
-	s := p.shardFor(key)
+	s, h := p.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ks := s.keys[key]; ks != nil {
+	if ks := s.lookupLocked(h, key); ks != nil {
 		return len(ks.idle)
 	}
 	return 0
@@ -76,10 +76,10 @@ func (p *Pool[K, C]) IdleLen(key K) int {
 // ConnsLen returns how many slots of key are held (connections being
 // dialled, in use, idle or shared).
 func (p *Pool[K, C]) ConnsLen(key K) int {
-	s := p.shardFor(key)
+	s, h := p.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ks := s.keys[key]; ks != nil {
+	if ks := s.lookupLocked(h, key); ks != nil {
 		return ks.conns
 	}
 	return 0

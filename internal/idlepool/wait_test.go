@@ -12,10 +12,10 @@ import (
 )
 
 func waitersLen(p *Pool[string, *testConn], key string) int {
-	s := p.shardFor(key)
+	s, h := p.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ks := s.keys[key]; ks != nil {
+	if ks := s.lookupLocked(h, key); ks != nil {
 		return ks.waiters.len()
 	}
 	return 0
@@ -133,13 +133,13 @@ func TestHandedWhileCancelling(t *testing.T) {
 			p := New[string, *testConn](Config{MaxConnsPerKey: 1})
 			defer p.Close()
 			holder := dial(t, p, "k", 0)
-			s := p.shardFor("k")
+			s, h := p.locate("k")
 			w := &waiter[*testConn]{ch: make(chan waitResult[*testConn], 1)}
 			s.mu.Lock()
-			s.keys["k"].waiters.push(w)
+			s.lookupLocked(h, "k").waiters.push(w)
 			s.mu.Unlock()
 			tt.hand(p, holder)
-			p.giveUp(s, "k", w)
+			p.giveUp("k", w)
 			if p.IdleLen("k") != tt.wantIdle || p.ConnsLen("k") != tt.wantLive {
 				t.Fatalf("IdleLen %d ConnsLen %d, want %d %d", p.IdleLen("k"), p.ConnsLen("k"), tt.wantIdle, tt.wantLive)
 			}

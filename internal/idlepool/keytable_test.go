@@ -1,0 +1,43 @@
+package idlepool
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestKeyTableAgainstMap applies random inserts and removes, with hashes
+// drawn from a small range so probe runs collide and wrap, and checks every
+// key against a map after each step.
+func TestKeyTableAgainstMap(t *testing.T) {
+	for _, hashRange := range []uint64{3, 16, 1 << 20} {
+		rng := rand.New(rand.NewPCG(hashRange, 7))
+		var tab keyTable[int, *testConn]
+		want := map[int]*keyState[int, *testConn]{}
+		for step := range 6000 {
+			k := rng.IntN(300)
+			if ks, ok := want[k]; ok && rng.IntN(2) == 0 {
+				tab.remove(ks)
+				delete(want, k)
+			} else if !ok {
+				ks := &keyState[int, *testConn]{key: k, hash: rng.Uint64N(hashRange) << tableShift}
+				tab.insert(ks)
+				want[k] = ks
+			}
+			if step%97 == 0 || (hashRange == 3 && step%5 == 0) {
+				for k := range 300 {
+					h := uint64(0)
+					if ks := want[k]; ks != nil {
+						h = ks.hash
+					}
+					got := tab.get(h, k)
+					if got != want[k] {
+						t.Fatalf("range %d step %d: get(%d) = %v, want %v", hashRange, step, k, got, want[k])
+					}
+				}
+				if tab.n != len(want) {
+					t.Fatalf("n = %d, want %d", tab.n, len(want))
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package idlepool
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// benchKey has the shape of a transport connection key.
+type benchKey struct {
+	proxy, scheme, addr string
+	onlyH1              bool
+}
+
+type benchConn struct{ closed bool }
+
+func (c *benchConn) Close() error { c.closed = true; return nil }
+
+var benchKeyCounts = []int{1, 64, 256, 10000}
+
+const benchIdleTimeout = 90 * time.Second // DefaultTransport's
+
+func benchKeys(n int) []benchKey {
+	keys := make([]benchKey, n)
+	for i := range keys {
+		keys[i] = benchKey{scheme: "https", addr: fmt.Sprintf("host-%d.example.com:443", i)}
+	}
+	return keys
+}
+
+// perKey is how many idle conns each key starts with: enough that every
+// parallel goroutine can hold one of the same key, so every get hits.
+func perKey() int { return max(DefaultMaxIdlePerKey, runtime.GOMAXPROCS(0)) }
+
+// nextKey walks the keys in a per-goroutine pseudo-random order.
+func nextKey(state *uint64, n int) int {
+	x := *state
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	*state = x
+	return int(x % uint64(n))
+}
+
+var seedCounter atomic.Uint64
+
+// BenchmarkPool is the request's view: Acquire (an idle conn is there) then
+// Put, on a pool pre-populated for every key.
+func BenchmarkPool(b *testing.B) {
+	for _, n := range benchKeyCounts {
+		b.Run(fmt.Sprintf("keys_%d", n), func(b *testing.B) {
+			keys := benchKeys(n)
+			p := New[benchKey, *benchConn](Config{MaxIdlePerKey: perKey(), IdleTimeout: benchIdleTimeout})
+			defer p.Close()
+			ctx := context.Background()
+			for _, k := range keys {
+				for range perKey() {
+					if !p.Put(k, &benchConn{}) {
+						b.Fatal("pre-populating Put rejected")
+					}
+				}
+			}
+			b.Run("serial", func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					k := keys[i%n]
+					c, _, reused, err := p.Acquire(ctx, k)
+					if err != nil || !reused || c == nil {
+						b.Fatalf("Acquire missed: reused=%v err=%v", reused, err)
+					}
+					if !p.Put(k, c) {
+						b.Fatal("Put rejected")
+					}
+				}
+			})
+			b.Run("parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					state := seedCounter.Add(0x9E3779B97F4A7C15) | 1
+					for pb.Next() {
+						k := keys[nextKey(&state, n)]
+						c, _, reused, err := p.Acquire(ctx, k)
+						if err != nil || !reused || c == nil {
+							b.Errorf("Acquire missed: reused=%v err=%v", reused, err)
+							return
+						}
+						if !p.Put(k, c) {
+							b.Error("Put rejected")
+							return
+						}
+					}
+				})
+			})
+		})
+	}
+}
+
+// BenchmarkPoolGlobalMutex is the same workload on the model of net/http's
+// pool (model_test.go).
+func BenchmarkPoolGlobalMutex(b *testing.B) {
+	for _, n := range benchKeyCounts {
+		b.Run(fmt.Sprintf("keys_%d", n), func(b *testing.B) {
+			keys := benchKeys(n)
+			p := newGlobalMutexPool[benchKey](0, perKey(), benchIdleTimeout)
+			defer p.closeAll()
+			for _, k := range keys {
+				for range perKey() {
+					if !p.put(&modelConn[benchKey]{key: k, pool: p}) {
+						b.Fatal("pre-populating put rejected")
+					}
+				}
+			}
+			b.Run("serial", func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					k := keys[i%n]
+					c, ok := p.get(k)
+					if !ok || c.closed {
+						b.Fatal("get missed")
+					}
+					if !p.put(c) {
+						b.Fatal("put rejected")
+					}
+				}
+			})
+			b.Run("parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					state := seedCounter.Add(0x9E3779B97F4A7C15) | 1
+					for pb.Next() {
+						k := keys[nextKey(&state, n)]
+						c, ok := p.get(k)
+						if !ok || c.closed {
+							b.Error("get missed")
+							return
+						}
+						if !p.put(c) {
+							b.Error("put rejected")
+							return
+						}
+					}
+				})
+			})
+		})
+	}
+}
