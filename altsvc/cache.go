@@ -33,7 +33,9 @@ const (
 // Options configures a [Cache]. The zero value is valid.
 type Options struct {
 	// MaxOrigins bounds the number of origins held; 0 means
-	// DefaultMaxOrigins (1000).
+	// DefaultMaxOrigins (1000). When a new origin arrives at a full cache,
+	// expired origins are reclaimed first, then the least recently used
+	// (looked up or updated; tracked at millisecond granularity) is evicted.
 	MaxOrigins int
 	// Clock returns the current time; nil means the system clock, read
 	// monotonically from the process start (wall-clock steps do not move

@@ -136,19 +136,12 @@ func (c *Cache) Load(r io.Reader) (LoadStats, error) {
 func readLine(br *bufio.Reader) (line string, tooLong bool, err error) {
 	b, err := br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
-		for errors.Is(err, bufio.ErrBufferFull) {
+		for errors.Is(err, bufio.ErrBufferFull) { // drop the rest of the line
 			_, err = br.ReadSlice('\n')
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return "", true, err
-		}
 		return "", true, err
 	}
-	s := strings.TrimRight(string(b), "\r\n")
-	if len(s) > maxLineLen {
-		return "", true, err
-	}
-	return strings.TrimSpace(s), false, err
+	return strings.TrimSpace(string(b)), false, err
 }
 
 // parseLine parses one saved alternative.
