@@ -20,9 +20,11 @@ func (d *Dialer) newConn(c net.Conn, remote netip.AddrPort) (*Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: tcpAddr(remote), Err: fmt.Errorf("dialer: unexpected connection type %T", c)}
 	}
 	conn := &Conn{Conn: tc, Remote: remote}
+	family := sockopt.FamilyUnknown
 	if la, ok := tc.LocalAddr().(*net.TCPAddr); ok {
 		ap := la.AddrPort()
 		conn.Local = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		family = familyOf(la.IP)
 	}
 	if !sockopt.Supported {
 		if err := d.applyPortable(tc); err != nil {
@@ -31,7 +33,13 @@ func (d *Dialer) newConn(c net.Conn, remote netip.AddrPort) (*Conn, error) {
 		}
 		return conn, nil
 	}
-	g, err := sockopt.NewGuard(tc)
+	var g *sockopt.Guard
+	var err error
+	if family != sockopt.FamilyUnknown {
+		g, err = sockopt.NewGuardFamily(tc, family)
+	} else {
+		g, err = sockopt.NewGuard(tc)
+	}
 	if err == nil {
 		conn.Guard = g
 		// Go turns TCP_NODELAY on for every TCP connection it creates.
@@ -66,6 +74,22 @@ func (d *Dialer) applyPortable(tc *net.TCPConn) error {
 		return fmt.Errorf("dialer: socket option %s: %w", d.Settings[0].Option, sockopt.ErrUnsupported)
 	}
 	return nil
+}
+
+// familyOf infers the socket family from the local address the net package
+// read with getsockname: a 4-byte IP comes only from an AF_INET socket, a
+// 16-byte IPv4-mapped one from an AF_INET6 socket carrying IPv4 (either way
+// IP_TOS is the right option), anything else is IPv6.
+func familyOf(ip net.IP) sockopt.Family {
+	switch {
+	case len(ip) == net.IPv4len:
+		return sockopt.FamilyIPv4
+	case len(ip) == net.IPv6len && ip.To4() != nil:
+		return sockopt.FamilyIPv4Mapped
+	case len(ip) == net.IPv6len:
+		return sockopt.FamilyIPv6
+	}
+	return sockopt.FamilyUnknown
 }
 
 func tcpAddr(ap netip.AddrPort) *net.TCPAddr {

@@ -290,8 +290,10 @@ func TestSettingsAppliedOnce(t *testing.T) {
 func TestDialResolvesThroughCache(t *testing.T) {
 	s4 := listen(t, "127.0.0.1:0")
 	hostsHasLocalhost := false
-	if addrs, err := net.DefaultResolver.LookupNetIP(t.Context(), "ip4", "localhost"); err == nil && slices.Contains(addrs, v4) {
-		hostsHasLocalhost = true
+	if addrs, err := net.DefaultResolver.LookupNetIP(t.Context(), "ip4", "localhost"); err == nil {
+		for _, a := range addrs {
+			hostsHasLocalhost = hostsHasLocalhost || a.Unmap() == v4
+		}
 	}
 	if !hostsHasLocalhost {
 		t.Skip("localhost does not resolve to 127.0.0.1 here")
@@ -365,6 +367,40 @@ func TestInterleave(t *testing.T) {
 	for _, tt := range tests {
 		if got := interleave(tt.in); !slices.Equal(got, tt.want) {
 			t.Errorf("interleave(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestGuardFamilyFromDial checks the family the dialer hands the Guard by
+// reading the traffic class with the option the kernel uses for that family.
+func TestGuardFamilyFromDial(t *testing.T) {
+	s4 := listen(t, "127.0.0.1:0")
+	s6 := v6Listen(t, 0)
+	tests := []struct {
+		addr        netip.Addr
+		port        uint16
+		family      sockopt.Family
+		level, name int
+	}{
+		{v4, s4.port, sockopt.FamilyIPv4, unix.IPPROTO_IP, unix.IP_TOS},
+		{v6, s6.port, sockopt.FamilyIPv6, unix.IPPROTO_IPV6, unix.IPV6_TCLASS},
+	}
+	for _, tt := range tests {
+		d := &Dialer{Settings: []sockopt.Setting{{Option: sockopt.TOS, Value: 0x20}}}
+		c, err := d.DialAddrs(t.Context(), []netip.Addr{tt.addr}, tt.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Guard.Family() != tt.family {
+			t.Fatalf("%v: family %v, want %v", tt.addr, c.Guard.Family(), tt.family)
+		}
+		raw, _ := c.Conn.(*net.TCPConn).SyscallConn()
+		var v int
+		var gerr error
+		raw.Control(func(fd uintptr) { v, gerr = unix.GetsockoptInt(int(fd), tt.level, tt.name) })
+		c.Close()
+		if gerr != nil || v != 0x20 {
+			t.Fatalf("%v: traffic class %#x, %v; want 0x20", tt.addr, v, gerr)
 		}
 	}
 }

@@ -22,6 +22,31 @@ type valuesHidden struct{ context.Context }
 
 func (valuesHidden) Value(any) any { return nil }
 
+// attemptDialer makes every connection attempt. Keep-alive is off here
+// because it is applied through the connection's Guard. A net.Dialer is
+// safe for concurrent use.
+var attemptDialer = &net.Dialer{KeepAlive: -1}
+
+// dialOne is the race with one runner: the attempt runs on the caller's
+// goroutine, no channel, timer or goroutine needed.
+func (d *Dialer) dialOne(ctx context.Context, trace *httptrace.ClientTrace, ap netip.AddrPort) (*Conn, error) {
+	addr := ap.String()
+	if trace != nil && trace.ConnectStart != nil {
+		trace.ConnectStart("tcp", addr)
+	}
+	c, err := attemptDialer.DialContext(valuesHidden{ctx}, "tcp", addr)
+	if trace != nil && trace.ConnectDone != nil {
+		trace.ConnectDone("tcp", addr, err)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, contextError(ap, ctx.Err())
+		}
+		return nil, err
+	}
+	return d.newConn(c, ap)
+}
+
 // dialAddrs is DialAddrs without the Timeout wrapping.
 //
 // The race (RFC 8305 section 5): attempts start in interleaved order, one
@@ -40,10 +65,12 @@ func (d *Dialer) dialAddrs(ctx context.Context, addrs []netip.Addr, port uint16)
 		return nil, contextError(netip.AddrPortFrom(order[0], port), err)
 	}
 	trace := httptrace.ContextClientTrace(ctx)
+	if len(order) == 1 {
+		return d.dialOne(ctx, trace, netip.AddrPortFrom(order[0], port))
+	}
 	raceCtx, cancelRace := context.WithCancel(ctx)
 	defer cancelRace()
 	attemptCtx := valuesHidden{raceCtx}
-	nd := &net.Dialer{KeepAlive: -1} // keep-alive goes through the guard
 
 	results := make(chan attemptResult, len(order))
 	next, inFlight := 0, 0
@@ -55,7 +82,7 @@ func (d *Dialer) dialAddrs(ctx context.Context, addrs []netip.Addr, port uint16)
 			trace.ConnectStart("tcp", ap.String())
 		}
 		go func() {
-			c, err := nd.DialContext(attemptCtx, "tcp", ap.String())
+			c, err := attemptDialer.DialContext(attemptCtx, "tcp", ap.String())
 			results <- attemptResult{addr: ap, conn: c, err: err}
 		}()
 	}

@@ -61,6 +61,21 @@ func NewGuard(c syscall.Conn) (*Guard, error) {
 // replaced; set must not be nil. It exists for tests and benchmarks that
 // count or fail calls.
 func NewGuardWithSetter(c syscall.Conn, set Setter) (*Guard, error) {
+	return newGuard(c, set, FamilyUnknown)
+}
+
+// NewGuardFamily is NewGuard for a caller that already knows the socket's
+// family (a dialer does, from the connection's addresses), saving the one
+// or two syscalls NewGuard spends finding it out. family must not be
+// FamilyUnknown.
+func NewGuardFamily(c syscall.Conn, family Family) (*Guard, error) {
+	if family == FamilyUnknown {
+		return nil, errors.New("sockopt: NewGuardFamily with FamilyUnknown")
+	}
+	return newGuard(c, Setsockopt, family)
+}
+
+func newGuard(c syscall.Conn, set Setter, fam Family) (*Guard, error) {
 	if c == nil {
 		return nil, errors.New("sockopt: nil connection")
 	}
@@ -71,9 +86,11 @@ func NewGuardWithSetter(c syscall.Conn, set Setter) (*Guard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sockopt: %w", err)
 	}
-	fam, err := socketFamily(raw)
-	if err != nil {
-		return nil, fmt.Errorf("sockopt: reading socket family: %w", err)
+	if fam == FamilyUnknown {
+		fam, err = socketFamily(raw)
+		if err != nil {
+			return nil, fmt.Errorf("sockopt: reading socket family: %w", err)
+		}
 	}
 	g := &Guard{raw: raw, family: fam, set: set}
 	for i := range g.applied {
