@@ -314,10 +314,12 @@ func TestTraceHooks(t *testing.T) {
 	var gotConns []httptrace.GotConnInfo
 	add := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
 	trace := &httptrace.ClientTrace{
-		ConnectStart:         func(network, addr string) { add("ConnectStart " + network) },
-		ConnectDone:          func(network, addr string, err error) { add(fmt.Sprintf("ConnectDone %v", err)) },
-		TLSHandshakeStart:    func() { add("TLSHandshakeStart") },
-		TLSHandshakeDone:     func(st tls.ConnectionState, err error) { add(fmt.Sprintf("TLSHandshakeDone %s %v", st.NegotiatedProtocol, err)) },
+		ConnectStart:      func(network, addr string) { add("ConnectStart " + network) },
+		ConnectDone:       func(network, addr string, err error) { add(fmt.Sprintf("ConnectDone %v", err)) },
+		TLSHandshakeStart: func() { add("TLSHandshakeStart") },
+		TLSHandshakeDone: func(st tls.ConnectionState, err error) {
+			add(fmt.Sprintf("TLSHandshakeDone %s %v", st.NegotiatedProtocol, err))
+		},
 		GotConn:              func(i httptrace.GotConnInfo) { mu.Lock(); gotConns = append(gotConns, i); mu.Unlock(); add("GotConn") },
 		WroteHeaders:         func() { add("WroteHeaders") },
 		WroteRequest:         func(i httptrace.WroteRequestInfo) { add(fmt.Sprintf("WroteRequest %v", i.Err)) },
