@@ -39,8 +39,8 @@ func (d *Dialer) dialOne(ctx context.Context, trace *httptrace.ClientTrace, ap n
 		trace.ConnectDone("tcp", addr, err)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, contextError(ap, ctx.Err())
+		if cerr := contextEnded(ctx); cerr != nil {
+			return nil, contextError(ap, cerr)
 		}
 		return nil, err
 	}
@@ -124,9 +124,9 @@ func (d *Dialer) dialAddrs(ctx context.Context, addrs []netip.Addr, port uint16)
 			if firstErr == nil {
 				firstErr = r.err
 			}
-			if ctx.Err() != nil {
+			if cerr := contextEnded(ctx); cerr != nil {
 				finish()
-				return nil, contextError(r.addr, ctx.Err())
+				return nil, contextError(r.addr, cerr)
 			}
 			if next < len(order) {
 				start()
@@ -144,6 +144,20 @@ func (d *Dialer) dialAddrs(ctx context.Context, addrs []netip.Addr, port uint16)
 			return nil, contextError(netip.AddrPortFrom(order[0], port), ctx.Err())
 		}
 	}
+}
+
+// contextEnded returns ctx's error, or DeadlineExceeded when its deadline
+// has passed but its timer has not fired yet (net.Dialer enforces the same
+// deadline itself and may report "i/o timeout" a moment before ctx.Err()
+// is set).
+func contextEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func traceConnectDone(trace *httptrace.ClientTrace, r attemptResult) {

@@ -180,15 +180,47 @@ func (g *Guard) Forget(opt Option) {
 	g.mu.Unlock()
 }
 
-// Apply sets each setting in order through Set and stops at the first error,
-// which names the option. Settings already in effect cost nothing.
+// Apply sets each setting in order, as Set would, and stops at the first
+// error, which names the option; settings before it stay applied and
+// recorded. Settings already in effect cost nothing; the ones that change
+// share one RawConn.Control call.
 func (g *Guard) Apply(settings []Setting) error {
 	for _, s := range settings {
-		if _, err := g.Set(s.Option, s.Value); err != nil {
+		if err := validate(s.Option, s.Value); err != nil {
 			return err
 		}
 	}
-	return nil
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	pending := false
+	for _, s := range settings {
+		if g.applied[s.Option] != normalize(s.Option, s.Value) {
+			pending = true
+			break
+		}
+	}
+	if !pending {
+		return nil
+	}
+	var setErr error
+	ctlErr := g.raw.Control(func(fd uintptr) {
+		for _, s := range settings {
+			v := normalize(s.Option, s.Value)
+			if g.applied[s.Option] == v {
+				continue
+			}
+			g.syscalls.Add(1)
+			if err := g.set(fd, g.family, s.Option, v); err != nil {
+				setErr = fmt.Errorf("sockopt: set %s=%d: %w", s.Option, v, err)
+				return
+			}
+			g.applied[s.Option] = v
+		}
+	})
+	if ctlErr != nil {
+		return fmt.Errorf("sockopt: apply: %w", ctlErr)
+	}
+	return setErr
 }
 
 // Syscalls returns how many setsockopt calls this Guard has made, failed
