@@ -5,11 +5,13 @@
 //
 // # Layout
 //
-// Keys are spread over a fixed set of shards by maphash.Comparable; each shard
-// has its own mutex and map, so a get or put touches only its key's shard. A
-// key keeps its idle connections in a small slice used as a stack (oldest at
-// index 0, most recently used at the end); the slice is reused, so a get and a
-// put make no allocation once the pool is warm. A shard also keeps the list of
+// Keys are spread over 64 shards by maphash.Comparable; each shard has its own
+// mutex and an open-addressing table indexed by the same hash (a key is hashed
+// once per call), so a get or put touches only its key's shard. A key keeps
+// its idle connections in a small slice used as a stack (oldest at index 0,
+// most recently used at the end) whose first DefaultMaxIdlePerKey entries live
+// inside the key's record; nothing is allocated per get or put once the pool
+// is warm (a new key allocates its record once). A shard also keeps the list of
 // its keys that currently hold idle connections, so a sweep or an eviction
 // visits only those.
 //

@@ -123,13 +123,13 @@ func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Dura
 	ks := s.lookupLocked(h, key)
 	if ks != nil && len(ks.idle) > 0 {
 		e := s.popLocked(ks)
-		s.hits.Add(1)
+		countLocked(&s.hits)
 		s.mu.Unlock()
 		p.afterRemove(1)
 		p.closeAsync(expired)
 		return e.c, time.Duration(now - e.since), true, nil
 	}
-	s.misses.Add(1)
+	countLocked(&s.misses)
 	if ks == nil {
 		ks = s.getOrCreateLocked(h, key)
 	}
@@ -198,13 +198,13 @@ func (p *Pool[K, C]) TryGet(key K) (c C, idleFor time.Duration, ok bool) {
 	expired := p.sweepIfDueLocked(s, now)
 	ks := s.lookupLocked(h, key)
 	if ks == nil || len(ks.idle) == 0 {
-		s.misses.Add(1)
+		countLocked(&s.misses)
 		s.mu.Unlock()
 		p.closeAsync(expired)
 		return c, 0, false
 	}
 	e := s.popLocked(ks)
-	s.hits.Add(1)
+	countLocked(&s.hits)
 	s.mu.Unlock()
 	p.afterRemove(1)
 	p.closeAsync(expired)

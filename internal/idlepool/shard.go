@@ -23,7 +23,7 @@ type idleEntry[C Conn] struct {
 }
 
 // keyState is everything the pool knows about one key. It is reached only
-// through its shard's map and guarded by that shard's mu.
+// through its shard's table and guarded by that shard's mu.
 type keyState[K comparable, C Conn] struct {
 	// The fields a get or put touches come first, so that for a small key
 	// they share one or two cache lines.
@@ -82,6 +82,14 @@ type shard[K comparable, C Conn] struct {
 
 const maxFreeKeyStates = 32
 
+// countLocked and addLocked change shard counters. Only the shard's lock
+// holder writes them, so a load and a store suffice (no locked
+// read-modify-write on the request path); readers without the lock still
+// see whole values.
+func countLocked(a *atomic.Uint64) { a.Store(a.Load() + 1) }
+
+func addLocked(a *atomic.Int64, d int64) { a.Store(a.Load() + d) }
+
 func (s *shard[K, C]) init() {
 	s.watermark.Store(noIdle)
 }
@@ -139,7 +147,7 @@ func (s *shard[K, C]) pushLocked(ks *keyState[K, C], c C, now int64) {
 	if s.watermark.Load() == noIdle {
 		s.watermark.Store(now)
 	}
-	s.idleCount.Add(1)
+	addLocked(&s.idleCount, 1)
 }
 
 // popLocked removes and returns the most recently used idle connection of ks,
@@ -152,7 +160,7 @@ func (s *shard[K, C]) popLocked(ks *keyState[K, C]) idleEntry[C] {
 	if n == 0 {
 		s.unlistIdleLocked(ks)
 	}
-	s.idleCount.Add(-1)
+	addLocked(&s.idleCount, -1)
 	return e
 }
 
@@ -168,7 +176,7 @@ func (s *shard[K, C]) removeOldestLocked(ks *keyState[K, C], n int, out []C) []C
 	if rest == 0 {
 		s.unlistIdleLocked(ks)
 	}
-	s.idleCount.Add(int64(-n))
+	addLocked(&s.idleCount, int64(-n))
 	return out
 }
 

@@ -132,7 +132,7 @@ func (sh *shard[K, C]) addSharedLocked(ks *keyState[K, C], s SharedConn) {
 		ks.sharedIdx = len(sh.sharedKeys)
 		sh.sharedKeys = append(sh.sharedKeys, ks)
 	}
-	sh.sharedCount.Add(1)
+	addLocked(&sh.sharedCount, 1)
 }
 
 func (sh *shard[K, C]) removeSharedLocked(ks *keyState[K, C], s SharedConn) bool {
@@ -162,7 +162,7 @@ func (sh *shard[K, C]) removeSharedLocked(ks *keyState[K, C], s SharedConn) bool
 		next = append(next, ks.shared[:i]...)
 		ks.shared = append(next, ks.shared[i+1:]...)
 	}
-	sh.sharedCount.Add(-1)
+	addLocked(&sh.sharedCount, -1)
 	return true
 }
 
