@@ -2,10 +2,13 @@ package proxydial
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"testing"
 )
@@ -54,4 +57,37 @@ func proxyTLS(t *testing.T) (server, client *tls.Config) {
 	o := newOrigin(t, true) // reuse: only its certificate is needed
 	o.srv.Close()
 	return &tls.Config{Certificates: []tls.Certificate{o.cert.TLS}}, &tls.Config{RootCAs: o.cert.Pool}
+}
+
+// getViaForwardingProxy sends GET / for the http origin at host to the
+// proxy on conn in absolute form, with Proxy-Authorization from pu, as the
+// transport will; it closes conn.
+func getViaForwardingProxy(conn net.Conn, host string, pu *url.URL) (int, string, error) {
+	defer conn.Close()
+	req, err := http.NewRequest("GET", "http://"+host+"/", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Close = true
+	if pa := AuthHeader(pu); pa != "" {
+		req.Header.Set("Proxy-Authorization", pa)
+	}
+	if err := req.WriteProxy(conn); err != nil {
+		return 0, "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// lookupLocalhost is a LookupSOCKS5 resolver that knows one name.
+func lookupLocalhost(ctx context.Context, host string) ([]netip.Addr, error) {
+	if host != "localhost" {
+		return nil, errors.New("lookupLocalhost: unknown host " + host)
+	}
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 }
