@@ -1,0 +1,95 @@
+package transport
+
+import (
+	"net/http"
+	"time"
+)
+
+// A request body that may stream (not known to be small and in memory) is
+// written by one goroutine for that request only, while the caller reads
+// the response head: the server may answer before it has read the whole
+// body (an early 413, a bidirectional stream). ResponseHeaderTimeout starts
+// when the body is fully written, as in net/http.
+
+// exchangeAsync starts the body writer and reads the response.
+func (pc *h1Conn) exchangeAsync(o *outgoing, hs *headState) (*http.Response, error) {
+	pc.startAsyncWrite(o)
+	resp, err := pc.readResponse(o, hs)
+	if err == nil {
+		return resp, nil
+	}
+	// The response failed: stop the writer and prefer its own failure
+	// (the caller's body error or a broken connection) when it came first.
+	pc.abortMu.Lock()
+	werr := pc.asyncWriteErr
+	pc.abortMu.Unlock()
+	pc.interruptIO()
+	o.body.Close()
+	<-pc.writeRes
+	pc.writing = false
+	if werr != nil {
+		return nil, writeFailure(werr)
+	}
+	return nil, err
+}
+
+// startAsyncWrite runs the body write on its own goroutine. The head is
+// already in pc.bw; the writer flushes it with the body.
+func (pc *h1Conn) startAsyncWrite(o *outgoing) {
+	if pc.writeRes == nil {
+		pc.writeRes = make(chan error, 1)
+	}
+	oc := new(outgoing)
+	*oc = *o
+	pc.abortMu.Lock()
+	gen := pc.gen
+	pc.headPending = true
+	pc.asyncWriteErr = nil
+	pc.abortMu.Unlock()
+	pc.writing = true
+	pc.asyncBody = o.body
+	go pc.writeBodyAsync(oc, gen)
+}
+
+func (pc *h1Conn) writeBodyAsync(o *outgoing, gen uint64) {
+	err := writeRequestBody(pc.bw, o)
+	if err == nil {
+		err = pc.bw.Flush()
+	}
+	wroteRequest(o, err)
+	pc.abortMu.Lock()
+	if err != nil {
+		pc.asyncWriteErr = err
+		if bre, ok := err.(requestBodyReadError); ok && gen == pc.gen && pc.abortErr == nil {
+			// The caller's body failed: that error ends the request.
+			pc.abortErr = bre.err
+			pc.conn.SetDeadline(aLongTimeAgo)
+		}
+	} else if d := pc.t.ResponseHeaderTimeout; d > 0 && pc.headPending && gen == pc.gen {
+		pc.conn.SetReadDeadline(time.Now().Add(d))
+		pc.writerDL = true
+	}
+	pc.abortMu.Unlock()
+	pc.writeRes <- err
+}
+
+// endHeadWait marks the head as read, clearing a header deadline the writer
+// may have set.
+func (pc *h1Conn) endHeadWait() {
+	pc.abortMu.Lock()
+	pc.headPending = false
+	if pc.writerDL {
+		pc.writerDL = false
+		if pc.abortErr == nil {
+			pc.conn.SetReadDeadline(time.Time{})
+		}
+	}
+	pc.abortMu.Unlock()
+}
+
+// writerDeadlineSet reports whether the writer armed the header timeout.
+func (pc *h1Conn) writerDeadlineSet() bool {
+	pc.abortMu.Lock()
+	defer pc.abortMu.Unlock()
+	return pc.writerDL
+}

@@ -1,0 +1,84 @@
+package transport
+
+import (
+	"net"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/idna"
+)
+
+// connKey names the connections a request may use. It is computed once per
+// request.
+//
+// Seams for the protocols to come: proxy is the canonical proxy identity
+// ("" for direct; proxydial.Key's string form when proxies land), and
+// h1Only says the request must not share a multiplexed (HTTP/2 or HTTP/3)
+// connection. Today every key is h1Only: HTTP/2 will register its
+// x/net/http2 ClientConns with idlepool.AddShared under the key with h1Only
+// false and find them with GetShared before falling back to Acquire.
+type connKey struct {
+	scheme string // "http" or "https"
+	addr   string // host:port, host lower case and punycode
+	proxy  string
+	h1Only bool
+}
+
+// originAddr returns u's "host:port" with the scheme's default port, the
+// host in lower-case ASCII (punycode for IDNs). It allocates only when the
+// URL's Host is not already in that form.
+func originAddr(u *url.URL) (string, error) {
+	host := u.Host
+	if canonicalHostPort(host) {
+		return host, nil
+	}
+	h, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	if !isASCII(h) {
+		a, err := idna.Lookup.ToASCII(h)
+		if err != nil {
+			return "", err
+		}
+		h = a
+	}
+	return net.JoinHostPort(strings.ToLower(h), port), nil
+}
+
+// canonicalHostPort reports whether s is "host:port" with a non-empty
+// numeric port and a lower-case ASCII host (IPv6 in brackets).
+func canonicalHostPort(s string) bool {
+	i := strings.LastIndexByte(s, ':')
+	if i <= 0 || i == len(s)-1 {
+		return false
+	}
+	for j := i + 1; j < len(s); j++ {
+		if s[j] < '0' || s[j] > '9' {
+			return false
+		}
+	}
+	host := s[:i]
+	if strings.IndexByte(host, ':') >= 0 && !(host[0] == '[' && host[len(host)-1] == ']') {
+		return false
+	}
+	for j := 0; j < len(host); j++ {
+		c := host[j]
+		if c >= 0x80 || 'A' <= c && c <= 'Z' || c == '%' {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,190 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http/httptrace"
+	"strconv"
+
+	"github.com/ferryhttp/ferry/internal/dialer"
+	"github.com/ferryhttp/ferry/internal/idlepool"
+)
+
+// Getting a connection for a key: the pool first (an idle connection costs
+// no DNS, no dial, no setsockopt), then a dial with the slot the pool
+// reserved. This is the step a shared multiplexed connection plugs into
+// later: for a key that is not h1Only, idlepool.GetShared is asked first
+// and idlepool.ErrSharedAvailable from Acquire means "ask again".
+
+// getConn returns a connection for key, firing GetConn and GotConn.
+func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *dialState) (*h1Conn, error) {
+	trace := o.trace
+	if trace != nil && trace.GetConn != nil {
+		trace.GetConn(key.addr)
+	}
+	for {
+		pc, idleFor, reused, err := t.pool.Acquire(ctx, key)
+		if err != nil {
+			if errors.Is(err, idlepool.ErrSharedAvailable) {
+				continue
+			}
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return nil, err
+		}
+		if reused {
+			// A request that could not be retried is not risked on a
+			// connection that may have died while idle.
+			if idleFor > 0 && !isReplayable(o.req) && !pc.alive() {
+				pc.closeAndRelease()
+				continue
+			}
+			if trace != nil && trace.GotConn != nil {
+				trace.GotConn(httptrace.GotConnInfo{Conn: pc.conn, Reused: true, WasIdle: idleFor > 0, IdleTime: idleFor})
+			}
+			return pc, nil
+		}
+		pc, err = t.dialConn(ctx, key, ds)
+		if err != nil {
+			t.pool.Release(key)
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			return nil, err
+		}
+		if trace != nil && trace.GotConn != nil {
+			trace.GotConn(httptrace.GotConnInfo{Conn: pc.conn})
+		}
+		return pc, nil
+	}
+}
+
+// dialConn opens a connection for key: the caller's DialTLSContext /
+// DialContext (given "host:port" unresolved, as net/http does) or ferry's
+// dialer (DNS at most once per request), then TLS for https.
+func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*h1Conn, error) {
+	isTLS := key.scheme == "https"
+	host, portStr, err := net.SplitHostPort(key.addr)
+	if err != nil {
+		return nil, err
+	}
+	if isTLS && (t.DialTLSContext != nil || t.DialTLS != nil) {
+		var conn net.Conn
+		if t.DialTLSContext != nil {
+			conn, err = t.DialTLSContext(ctx, "tcp", key.addr)
+		} else {
+			conn, err = t.DialTLS("tcp", key.addr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if conn == nil {
+			return nil, errors.New("net/http: Transport.DialTLS or DialTLSContext returned (nil, nil)")
+		}
+		pc := newH1Conn(t, key, conn)
+		if tc, ok := conn.(*tls.Conn); ok {
+			trace := httptrace.ContextClientTrace(ctx)
+			if trace != nil && trace.TLSHandshakeStart != nil {
+				trace.TLSHandshakeStart()
+			}
+			if err := tc.HandshakeContext(ctx); err != nil {
+				conn.Close()
+				if trace != nil && trace.TLSHandshakeDone != nil {
+					trace.TLSHandshakeDone(tls.ConnectionState{}, err)
+				}
+				return nil, err
+			}
+			cs := tc.ConnectionState()
+			if trace != nil && trace.TLSHandshakeDone != nil {
+				trace.TLSHandshakeDone(cs, nil)
+			}
+			pc.tlsState = &cs
+		}
+		return pc, nil
+	}
+
+	var raw net.Conn
+	var guardConn *dialer.Conn
+	switch {
+	case t.DialContext != nil:
+		raw, err = t.DialContext(ctx, "tcp", key.addr)
+	case t.Dial != nil:
+		raw, err = t.Dial("tcp", key.addr)
+	default:
+		guardConn, err = t.dialItself(ctx, host, portStr, ds)
+		if guardConn != nil {
+			raw = guardConn.Conn
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, errors.New("net/http: Transport.Dial hook returned (nil, nil)")
+	}
+	conn := raw
+	var state *tls.ConnectionState
+	if isTLS {
+		tc, err := dialer.HandshakeTLS(ctx, raw, t.tlsConfigFor(host), t.TLSHandshakeTimeout)
+		if err != nil {
+			return nil, err
+		}
+		cs := tc.ConnectionState()
+		state = &cs
+		conn = tc
+	}
+	pc := newH1Conn(t, key, conn)
+	pc.tlsState = state
+	if guardConn != nil {
+		pc.guard = guardConn.Guard
+	}
+	return pc, nil
+}
+
+// dialItself resolves host once per request (kept in ds for retries) and
+// races its addresses.
+func (t *Transport) dialItself(ctx context.Context, host, portStr string, ds *dialState) (*dialer.Conn, error) {
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
+	}
+	host = trimBrackets(host)
+	if !ds.resolved {
+		addrs, err := t.dialer.Resolve(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		ds.addrs, ds.resolved = addrs, true
+	}
+	return t.dialer.DialAddrs(ctx, ds.addrs, uint16(port))
+}
+
+func trimBrackets(h string) string {
+	if len(h) > 1 && h[0] == '[' && h[len(h)-1] == ']' {
+		return h[1 : len(h)-1]
+	}
+	return h
+}
+
+// tlsConfigFor clones TLSClientConfig for one connection: ServerName
+// defaults to host, ALPN offers only "http/1.1" (HTTP/2 is a later step),
+// and the Transport's session cache is used when the config has none.
+func (t *Transport) tlsConfigFor(host string) *tls.Config {
+	var cfg *tls.Config
+	if t.TLSClientConfig != nil {
+		cfg = t.TLSClientConfig.Clone()
+	} else {
+		cfg = &tls.Config{}
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName = trimBrackets(host)
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	if cfg.ClientSessionCache == nil {
+		cfg.ClientSessionCache = t.sessionCache
+	}
+	return cfg
+}

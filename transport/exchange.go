@@ -1,0 +1,293 @@
+package transport
+
+import (
+	"errors"
+	"net/http"
+	"net/textproto"
+	"os"
+	"strings"
+	"time"
+)
+
+// One request/response exchange on an h1Conn, on the caller's goroutine.
+// Only a request body that is not known to be small and in memory is
+// written by a goroutine of its own (exchangeAsync), so that a server may
+// answer before reading it all.
+
+// responseAndBody puts the Response and its body reader in one allocation.
+type responseAndBody struct {
+	resp http.Response
+	body h1Body
+}
+
+// headState is the bookkeeping of reading response heads for one request.
+type headState struct {
+	budget    int64 // header bytes still allowed
+	firstByte bool  // GotFirstResponseByte has fired
+}
+
+// roundTrip runs o's exchange on pc. On error the connection is closed and
+// its slot released; the error is classified for the retry decision.
+func (pc *h1Conn) roundTrip(o *outgoing) (*http.Response, error) {
+	start := pc.nwrite
+	resp, err := pc.exchange(o)
+	if err == nil {
+		return resp, nil
+	}
+	err = pc.classify(err, start)
+	pc.closeAfter = true
+	pc.finish(false)
+	return nil, err
+}
+
+func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
+	if err := writeRequestHead(pc.bw, o); err != nil {
+		return nil, err
+	}
+	hs := headState{budget: pc.t.maxHeaderBytes()}
+	switch {
+	case o.body == nil:
+		err := pc.bw.Flush()
+		wroteRequest(o, err)
+		if err != nil {
+			return nil, &connBrokenError{err}
+		}
+		pc.armHeaderTimeout()
+		return pc.readResponse(o, &hs)
+	case o.expectContinue:
+		return pc.exchangeContinue(o, &hs)
+	case o.syncBody:
+		err := writeRequestBody(pc.bw, o)
+		if err == nil {
+			err = pc.bw.Flush()
+		}
+		wroteRequest(o, err)
+		if err != nil {
+			return nil, writeFailure(err)
+		}
+		pc.armHeaderTimeout()
+		return pc.readResponse(o, &hs)
+	}
+	return pc.exchangeAsync(o, &hs)
+}
+
+func wroteRequest(o *outgoing, err error) {
+	if o.trace != nil && o.trace.WroteRequest != nil {
+		if bre, ok := err.(requestBodyReadError); ok {
+			err = bre.err
+		}
+		o.trace.WroteRequest(httptraceWroteRequestInfo(err))
+	}
+}
+
+// armHeaderTimeout starts ResponseHeaderTimeout: the request is written.
+func (pc *h1Conn) armHeaderTimeout() {
+	if d := pc.t.ResponseHeaderTimeout; d > 0 {
+		pc.conn.SetReadDeadline(time.Now().Add(d))
+		pc.readDL = true
+	}
+}
+
+func (pc *h1Conn) clearReadDeadline() {
+	if pc.readDL {
+		pc.conn.SetReadDeadline(time.Time{})
+		pc.readDL = false
+	}
+}
+
+// awaitFirstByte blocks until the response starts and fires
+// GotFirstResponseByte once.
+func (pc *h1Conn) awaitFirstByte(o *outgoing, hs *headState) error {
+	if _, err := pc.br.Peek(1); err != nil {
+		return pc.headReadError(err, !hs.firstByte)
+	}
+	if !hs.firstByte {
+		hs.firstByte = true
+		if o.trace != nil && o.trace.GotFirstResponseByte != nil {
+			o.trace.GotFirstResponseByte()
+		}
+	}
+	return nil
+}
+
+// readOneHead reads and parses the next response head into resp.
+func (pc *h1Conn) readOneHead(resp *http.Response, hs *headState) error {
+	head, err := readHead(pc.br, hs.budget)
+	if err != nil {
+		return pc.headReadError(err, false)
+	}
+	hs.budget -= int64(len(head))
+	return pc.parseHead(head, resp)
+}
+
+// readResponse reads heads until a final one, skipping 1xx responses
+// (reported to Got1xxResponse), and builds the response.
+func (pc *h1Conn) readResponse(o *outgoing, hs *headState) (*http.Response, error) {
+	rb := new(responseAndBody)
+	resp := &rb.resp
+	for {
+		if err := pc.awaitFirstByte(o, hs); err != nil {
+			return nil, err
+		}
+		if err := pc.readOneHead(resp, hs); err != nil {
+			return nil, err
+		}
+		if !isInformational(resp.StatusCode) {
+			break
+		}
+		if err := pc.got1xx(o, resp, hs); err != nil {
+			return nil, err
+		}
+		*resp = http.Response{}
+	}
+	pc.clearReadDeadline()
+	if pc.writing {
+		pc.endHeadWait()
+	}
+	return pc.finishResponse(o, rb)
+}
+
+// isInformational reports a non-final 1xx (101 is final).
+func isInformational(code int) bool {
+	return code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols
+}
+
+func (pc *h1Conn) got1xx(o *outgoing, resp *http.Response, hs *headState) error {
+	if o.trace != nil && o.trace.Got1xxResponse != nil {
+		if err := o.trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
+			return err
+		}
+		// The caller sees every 1xx and limits them; the budget restarts.
+		hs.budget = pc.t.maxHeaderBytes()
+	}
+	return nil
+}
+
+// finishResponse sets framing, body, TLS and Request on a final response.
+func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody) (*http.Response, error) {
+	resp := &rb.resp
+	resp.Request = o.req
+	resp.TLS = pc.tlsState
+	if isProtocolSwitch(resp) {
+		// The connection now belongs to the caller: it leaves the pool and
+		// cancellation no longer applies; Body.Close frees its slot.
+		pc.detach()
+		resp.Body = &upgradeBody{pc: pc}
+		return resp, nil
+	}
+	kind, length, err := responseFraming(resp, o.method)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Close || o.req.Close || o.addClose {
+		pc.closeAfter = true
+	}
+	if kind == bodyNone {
+		resp.Body = http.NoBody
+		pc.finish(true)
+		return resp, nil
+	}
+	b := &rb.body
+	b.pc = pc
+	b.kind = kind
+	b.trailer = &resp.Trailer
+	if kind == bodyLength {
+		b.remain = length
+	}
+	resp.Body = b
+	if o.addGzip {
+		if ce := resp.Header["Content-Encoding"]; len(ce) > 0 && strings.EqualFold(ce[0], "gzip") {
+			resp.Body = &gzipBody{body: b}
+			delete(resp.Header, "Content-Encoding")
+			delete(resp.Header, "Content-Length")
+			resp.ContentLength = -1
+			resp.Uncompressed = true
+		}
+	}
+	return resp, nil
+}
+
+// detach disarms cancellation for a connection handed to the caller.
+func (pc *h1Conn) detach() {
+	if pc.stopCtx != nil {
+		pc.stopCtx()
+		pc.stopCtx = nil
+	}
+	if pc.legacyStop != nil {
+		close(pc.legacyStop)
+		pc.legacyStop = nil
+	}
+	if pc.registered {
+		pc.t.cancels.unregister(pc.req)
+		pc.registered = false
+	}
+	pc.abortMu.Lock()
+	pc.gen++
+	pc.abortMu.Unlock()
+	pc.clearReadDeadline()
+}
+
+// parseHead parses one response head into resp, sizing the header map
+// from this connection's moving average of header counts.
+func (pc *h1Conn) parseHead(head string, resp *http.Response) error {
+	line, rest := nextLine(head)
+	if err := parseStatusLine(line, resp); err != nil {
+		return err
+	}
+	h, n, err := parseHeaderFields(rest, (pc.hdrEstimate+15)/16)
+	if err != nil {
+		return err
+	}
+	resp.Header = h
+	pc.learnHeaderCount(n)
+	return nil
+}
+
+// learnHeaderCount updates the moving average (weight 1/4 for the newest
+// count, fixed point x16) and publishes it to the transport when it moved by
+// a whole header, so new connections start warm without every response
+// writing a shared cache line.
+func (pc *h1Conn) learnHeaderCount(n int) {
+	pc.hdrEstimate += (n*16 - pc.hdrEstimate) / 4
+	if shared := int(pc.t.headerEstimate.Load()); shared-pc.hdrEstimate >= 16 || pc.hdrEstimate-shared >= 16 {
+		pc.t.headerEstimate.Store(int32(pc.hdrEstimate))
+	}
+}
+
+// headReadError maps an error reading a response head. beforeAny means no
+// byte of the response had arrived.
+func (pc *h1Conn) headReadError(err error, beforeAny bool) error {
+	if aerr := pc.aborted(); aerr != nil {
+		return aerr
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && (pc.readDL || pc.writerDeadlineSet()) {
+		return errHeaderTimeout
+	}
+	if beforeAny {
+		return readFromServerError{err}
+	}
+	return err
+}
+
+// classify turns the error of a failed exchange into the one RoundTrip
+// returns and retries on: the abort reason first, then the caller's body
+// error, then "nothing written" for a failure before any byte went out.
+func (pc *h1Conn) classify(err error, start int64) error {
+	if aerr := pc.aborted(); aerr != nil {
+		return aerr
+	}
+	var bre requestBodyReadError
+	if errors.As(err, &bre) {
+		return bre.err
+	}
+	if err == errHeaderTimeout {
+		return err
+	}
+	if pc.nwrite == start {
+		if cb, ok := err.(*connBrokenError); ok {
+			err = cb.err
+		}
+		return nothingWrittenError{err}
+	}
+	return err
+}

@@ -1,0 +1,262 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/sockopt"
+)
+
+// h1Conn is one HTTP/1.1 client connection. It serves one request at a
+// time; the goroutine running that request owns every field not guarded by
+// abortMu. Between requests it sits in the pool.
+type h1Conn struct {
+	t        *Transport
+	key      connKey
+	conn     net.Conn
+	guard    *sockopt.Guard // nil until needed, or when unsupported
+	noGuard  bool           // the connection cannot carry socket options
+	tlsState *tls.ConnectionState
+	br       *bufio.Reader
+	bw       *bufio.Writer
+	nwrite   int64 // bytes written to conn
+	reused   bool  // a request completed on it before
+	closed   bool  // closeAndRelease ran
+
+	hdrEstimate int // moving average of response header counts, x16
+
+	// abortMu guards gen and abortErr: the state another goroutine (context
+	// expiry, Request.Cancel, CancelRequest, Body.Close) touches to abort
+	// the request in flight. Nothing blocking runs under it
+	// (SetDeadline only updates the runtime poller).
+	abortMu  sync.Mutex
+	gen      uint64 // request generation; an abort for an older one is ignored
+	abortErr error
+	// headPending, writerDL and asyncWriteErr are shared with the body
+	// writer goroutine of a streaming request.
+	headPending   bool  // the response head is still awaited
+	writerDL      bool  // the writer armed ResponseHeaderTimeout
+	asyncWriteErr error // the writer's failure, if any
+
+	// The request in flight (owned by its goroutine).
+	req        *http.Request
+	trace      *httptrace.ClientTrace
+	closeAfter bool          // the connection must not be reused after this request
+	stopCtx    func() bool   // stops the context.AfterFunc, nil if none
+	legacyStop chan struct{} // closed to stop the Request.Cancel watcher
+	registered bool          // in the CancelRequest registry
+	writeRes   chan error    // result of an asynchronous body write
+	writing    bool          // an asynchronous body write has not reported
+	asyncBody  io.Closer     // the body being written asynchronously
+	readDL     bool          // a read deadline is set
+}
+
+// aLongTimeAgo is a deadline in the past: setting it makes pending and
+// future I/O on a connection fail at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func newH1Conn(t *Transport, key connKey, conn net.Conn) *h1Conn {
+	pc := &h1Conn{t: t, key: key, conn: conn}
+	pc.br = bufio.NewReaderSize(connReader{pc}, t.readBufferSize())
+	if _, ok := conn.(io.ReaderFrom); ok {
+		pc.bw = bufio.NewWriterSize(connReaderFromWriter{connWriter{pc}}, t.writeBufferSize())
+	} else {
+		pc.bw = bufio.NewWriterSize(connWriter{pc}, t.writeBufferSize())
+	}
+	pc.hdrEstimate = int(t.headerEstimate.Load())
+	return pc
+}
+
+// connReader and connWriter give the bufio reader and writer the raw
+// connection, counting bytes written (to tell "nothing written" apart).
+type connReader struct{ pc *h1Conn }
+
+func (r connReader) Read(p []byte) (int, error) { return r.pc.conn.Read(p) }
+
+type connWriter struct{ pc *h1Conn }
+
+func (w connWriter) Write(p []byte) (int, error) {
+	n, err := w.pc.conn.Write(p)
+	w.pc.nwrite += int64(n)
+	return n, err
+}
+
+// connReaderFromWriter lets large request bodies reach the connection's
+// own ReadFrom (one big write, or sendfile/splice) once the head is flushed,
+// as net/http does; used only when the connection has one (TCP, not TLS).
+type connReaderFromWriter struct{ connWriter }
+
+func (w connReaderFromWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := w.pc.conn.(io.ReaderFrom).ReadFrom(r)
+	w.pc.nwrite += n
+	return n, err
+}
+
+// Close closes the network connection. The pool calls it for idle
+// connections it discards (and then frees the slot itself).
+func (pc *h1Conn) Close() error {
+	pc.closed = true
+	return pc.conn.Close()
+}
+
+// closeAndRelease closes a connection that is out of the pool and frees its
+// pool slot. It runs at most once.
+func (pc *h1Conn) closeAndRelease() error {
+	if pc.closed {
+		return nil
+	}
+	pc.closed = true
+	err := pc.conn.Close()
+	pc.t.pool.Release(pc.key)
+	return err
+}
+
+// abort makes the request of generation gen fail with err: I/O in progress
+// or to come returns at once. Safe from any goroutine.
+func (pc *h1Conn) abort(gen uint64, err error) {
+	pc.abortMu.Lock()
+	defer pc.abortMu.Unlock()
+	if gen != pc.gen || pc.abortErr != nil {
+		return
+	}
+	pc.abortErr = err
+	pc.conn.SetDeadline(aLongTimeAgo)
+}
+
+// interruptIO unblocks the I/O of the current request without recording an
+// error (Body.Close during a Read).
+func (pc *h1Conn) interruptIO() {
+	pc.abortMu.Lock()
+	pc.conn.SetDeadline(aLongTimeAgo)
+	pc.abortMu.Unlock()
+}
+
+// aborted returns the abort error of the current request, if any.
+func (pc *h1Conn) aborted() error {
+	pc.abortMu.Lock()
+	err := pc.abortErr
+	pc.abortMu.Unlock()
+	return err
+}
+
+// mapReadError turns an I/O error into the error the caller sees: the
+// abort reason (the context's error) wins over the I/O error it caused.
+func (pc *h1Conn) mapReadError(err error) error {
+	if aerr := pc.aborted(); aerr != nil {
+		return aerr
+	}
+	return err
+}
+
+// startRequest binds req to the connection and arms cancellation: a
+// context.AfterFunc when the context can be cancelled (none for
+// context.Background), a goroutine only for the legacy Request.Cancel, and
+// the CancelRequest registry.
+func (pc *h1Conn) startRequest(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace) {
+	pc.req = req
+	pc.trace = trace
+	pc.closeAfter = false
+	pc.abortMu.Lock()
+	gen := pc.gen
+	pc.abortMu.Unlock()
+	if ctx.Done() != nil {
+		pc.stopCtx = context.AfterFunc(ctx, func() { pc.abort(gen, context.Cause(ctx)) })
+	}
+	if req.Cancel != nil {
+		stop := make(chan struct{})
+		pc.legacyStop = stop
+		go func(cancel <-chan struct{}) {
+			select {
+			case <-cancel:
+				pc.abort(gen, errRequestCanceled)
+			case <-stop:
+			}
+		}(req.Cancel)
+	}
+	pc.t.cancels.register(req, pc, gen)
+	pc.registered = true
+}
+
+// finish ends the request in flight: cancellation is disarmed, and the
+// connection goes back to the pool when reusable (and nothing aborted it),
+// otherwise it is closed. It runs exactly once per request.
+func (pc *h1Conn) finish(reusable bool) {
+	if pc.stopCtx != nil {
+		pc.stopCtx()
+		pc.stopCtx = nil
+	}
+	if pc.legacyStop != nil {
+		close(pc.legacyStop)
+		pc.legacyStop = nil
+	}
+	if pc.registered {
+		pc.t.cancels.unregister(pc.req)
+		pc.registered = false
+	}
+	pc.abortMu.Lock()
+	pc.gen++
+	aborted := pc.abortErr != nil
+	pc.abortErr = nil
+	pc.abortMu.Unlock()
+
+	if pc.writing && !pc.writeDone() {
+		reusable = false
+	}
+	trace := pc.trace
+	pc.req, pc.trace = nil, nil
+	if !reusable || aborted || pc.closeAfter || pc.closed {
+		pc.closeAndRelease()
+		return
+	}
+	if pc.readDL {
+		pc.conn.SetReadDeadline(time.Time{})
+		pc.readDL = false
+	}
+	pc.reused = true
+	if pc.t.DisableKeepAlives {
+		pc.closeAndRelease()
+		return
+	}
+	if pc.t.pool.Put(pc.key, pc) {
+		if trace != nil && trace.PutIdleConn != nil {
+			trace.PutIdleConn(nil)
+		}
+		return
+	}
+	if trace != nil && trace.PutIdleConn != nil {
+		trace.PutIdleConn(errTooManyIdle)
+	}
+}
+
+// writeDone reports whether the asynchronous body write has finished
+// successfully, giving the writer one chance to be scheduled first: it has
+// usually written everything by the time the whole response arrived.
+func (pc *h1Conn) writeDone() bool {
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-pc.writeRes:
+			pc.writing = false
+			return err == nil
+		default:
+		}
+		if i == 0 {
+			yieldProcessor()
+		}
+	}
+	// Still writing (a body the server did not wait for): the connection
+	// closes; closing the body unblocks a writer waiting on the caller.
+	if pc.asyncBody != nil {
+		pc.asyncBody.Close()
+	}
+	return false
+}
+
+var errTooManyIdle = errors.New("http: putIdleConn: too many idle connections for host")

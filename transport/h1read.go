@@ -1,0 +1,257 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Reading an HTTP/1.x response head.
+//
+// The head (status line through the blank line) is located in the
+// connection's bufio.Reader with two SIMD searches and copied once into a
+// single string; the status text, the protocol, canonical keys and every
+// header value are substrings of it. The values share one []string backing
+// array and the map is pre-sized from headerEstimate, a moving average of the
+// header counts this connection has seen (the parser learns the size, the
+// map is not special-cased). A head larger than the read buffer takes a slow
+// path that accumulates lines.
+
+// errHeaderTooLarge is wrapped into the error for a head over
+// MaxResponseHeaderBytes.
+var errHeaderTooLarge = errors.New("server response headers exceeded the limit")
+
+func headerLimitError(limit int64) error {
+	return fmt.Errorf("net/http: server response headers exceeded %d bytes; aborted: %w", limit, errHeaderTooLarge)
+}
+
+// badStringError formats like net/http's badStringError: what followed by
+// the quoted value.
+type badStringError struct {
+	what string
+	str  string
+}
+
+func (e *badStringError) Error() string { return fmt.Sprintf("%s %q", e.what, e.str) }
+
+// protocolError is a malformed header line, formatted like
+// textproto.ProtocolError.
+type protocolError string
+
+func (p protocolError) Error() string { return string(p) }
+
+// findHeadEnd returns the length of the head at the start of buf (through
+// the blank line), or -1 when buf holds no complete head yet. Lines may end
+// in CRLF or a bare LF.
+func findHeadEnd(buf []byte) int {
+	end := -1
+	if i := bytes.Index(buf, crlfcrlf[1:]); i >= 0 { // "\n\r\n"
+		end = i + 3
+	}
+	search := buf
+	if end >= 0 {
+		search = buf[:end]
+	}
+	if i := bytes.Index(search, lflf); i >= 0 && (end < 0 || i+2 < end) {
+		end = i + 2
+	}
+	return end
+}
+
+var (
+	crlfcrlf = []byte("\r\n\r\n")
+	lflf     = []byte("\n\n")
+)
+
+// readHead reads one response head from br into a string. limit bounds its
+// length. A clean EOF before any byte returns io.EOF; a head cut short
+// returns io.ErrUnexpectedEOF.
+func readHead(br *bufio.Reader, limit int64) (string, error) {
+	want := 1
+	for {
+		_, err := br.Peek(want)
+		buf, _ := br.Peek(br.Buffered())
+		if end := findHeadEnd(buf); end >= 0 {
+			if int64(end) > limit {
+				return "", headerLimitError(limit)
+			}
+			head := string(buf[:end])
+			br.Discard(end)
+			return head, nil
+		}
+		if int64(len(buf)) > limit {
+			return "", headerLimitError(limit)
+		}
+		if err != nil {
+			if err == bufio.ErrBufferFull {
+				return readLongHead(br, limit)
+			}
+			if err == io.EOF && len(buf) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return "", err
+		}
+		if len(buf) == br.Size() {
+			return readLongHead(br, limit)
+		}
+		want = len(buf) + 1
+	}
+}
+
+// readLongHead accumulates a head that does not fit in br's buffer, line by
+// line, until the blank line.
+func readLongHead(br *bufio.Reader, limit int64) (string, error) {
+	var acc []byte
+	lineStart := 0
+	for {
+		frag, err := br.ReadSlice('\n')
+		acc = append(acc, frag...)
+		if int64(len(acc)) > limit {
+			return "", headerLimitError(limit)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return "", err
+		}
+		line := acc[lineStart:]
+		if lineStart > 0 && (len(line) == 1 || len(line) == 2 && line[0] == '\r') {
+			return string(acc), nil
+		}
+		lineStart = len(acc)
+	}
+}
+
+// nextLine splits s at the first LF, returning the line without its CRLF or
+// LF and the rest.
+func nextLine(s string) (line, rest string) {
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return s, ""
+	}
+	line, rest = s[:i], s[i+1:]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, rest
+}
+
+// parseStatusLine fills Proto, ProtoMajor, ProtoMinor, Status and StatusCode
+// with net/http's rules and error texts.
+func parseStatusLine(line string, resp *http.Response) error {
+	proto, status, ok := strings.Cut(line, " ")
+	if !ok {
+		return &badStringError{"malformed HTTP response", line}
+	}
+	resp.Proto = proto
+	resp.Status = strings.TrimLeft(status, " ")
+	code, _, _ := strings.Cut(resp.Status, " ")
+	if len(code) != 3 {
+		return &badStringError{"malformed HTTP status code", code}
+	}
+	n, err := strconv.Atoi(code)
+	if err != nil || n < 0 {
+		return &badStringError{"malformed HTTP status code", code}
+	}
+	resp.StatusCode = n
+	switch proto {
+	case "HTTP/1.1":
+		resp.ProtoMajor, resp.ProtoMinor = 1, 1
+	case "HTTP/1.0":
+		resp.ProtoMajor, resp.ProtoMinor = 1, 0
+	default:
+		if resp.ProtoMajor, resp.ProtoMinor, ok = http.ParseHTTPVersion(proto); !ok {
+			return &badStringError{"malformed HTTP version", proto}
+		}
+	}
+	return nil
+}
+
+// validValueByte reports whether c may appear in a header value (VCHAR, SP,
+// HTAB or obs-text), as textproto accepts.
+func validValueByte(c byte) bool {
+	return c >= 0x20 && c != 0x7f || c == '\t'
+}
+
+// trimOWS trims spaces and tabs at both ends.
+func trimOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// parseHeaderFields parses the header lines in s (everything after the
+// status line, through the blank line) into a new header map sized for
+// hint entries. It returns the header and the number of field lines.
+func parseHeaderFields(s string, hint int) (http.Header, int, error) {
+	if len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		line, _ := nextLine(s)
+		return nil, 0, protocolError(fmt.Sprintf("malformed MIME header initial line: %q", line))
+	}
+	h := make(http.Header, hint)
+	strs := make([]string, hint)
+	fields := 0
+	for {
+		var line string
+		line, s = nextLine(s)
+		if line == "" {
+			return h, fields, nil
+		}
+		// obs-fold: continuation lines join the previous line with one space.
+		if len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+			joined := []byte(trimOWS(line))
+			for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+				var cont string
+				cont, s = nextLine(s)
+				joined = append(joined, ' ')
+				joined = append(joined, trimOWS(cont)...)
+			}
+			line = string(joined)
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, 0, protocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", line))
+		}
+		switch classifyKey(k) {
+		case keyInvalid:
+			if k == "" {
+				// textproto skips an empty key rather than failing.
+				continue
+			}
+			return nil, 0, protocolError(fmt.Sprintf("malformed MIME header line: %q", line))
+		case keyNeedsFold:
+			k = foldKey(k)
+		}
+		for i := 0; i < len(v); i++ {
+			if !validValueByte(v[i]) {
+				return nil, 0, protocolError(fmt.Sprintf("malformed MIME header line: %q", line))
+			}
+		}
+		v = trimOWS(v)
+		fields++
+		vv, seen := h[k]
+		if seen {
+			h[k] = append(vv, v)
+			continue
+		}
+		if len(strs) == 0 {
+			strs = make([]string, strings.Count(s, "\n")+1)
+		}
+		vv, strs = strs[:1:1], strs[1:]
+		vv[0] = v
+		h[k] = vv
+	}
+}

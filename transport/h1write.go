@@ -1,0 +1,322 @@
+package transport
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// Writing an HTTP/1.1 request head and body into the connection's
+// bufio.Writer, byte for byte as net/http's Request.write does (same header
+// order: Host, User-Agent, Connection, Content-Length or
+// Transfer-Encoding, Trailer, the caller's headers sorted by key, then the
+// transport's own Accept-Encoding and Connection), without allocating:
+// numbers are appended into the writer's buffer and the request target is
+// written in pieces.
+
+// defaultUserAgent is what net/http sends when the caller sets none.
+const defaultUserAgent = "Go-http-client/1.1"
+
+// outgoing is the per-request plan computed once by RoundTrip: framing of
+// the request body and the transport-added headers.
+type outgoing struct {
+	req            *http.Request
+	body           io.ReadCloser // nil: no body to send
+	contentLength  int64     // -1 with chunked
+	chunked        bool
+	sendCL         bool // write a Content-Length header
+	addGzip        bool // transport adds Accept-Encoding: gzip and decodes
+	addClose       bool // DisableKeepAlives: transport adds Connection: close
+	expectContinue bool
+	syncBody       bool // body known in memory and small: written inline
+	host           string
+	method         string
+	trace          *httptrace.ClientTrace
+}
+
+// errBodyLength reports a body whose length differs from ContentLength.
+func errBodyLength(declared, actual int64) error {
+	return fmt.Errorf("http: ContentLength=%d with Body length %d", declared, actual)
+}
+
+// requestBodyReadError marks an error returned by the caller's body; it has
+// priority over the network errors it causes, and RoundTrip returns the
+// caller's error itself.
+type requestBodyReadError struct{ err error }
+
+func (e requestBodyReadError) Error() string { return e.err.Error() }
+func (e requestBodyReadError) Unwrap() error { return e.err }
+
+// writeRequestHead writes the request line and header block of o into bw.
+func writeRequestHead(bw *bufio.Writer, o *outgoing) error {
+	req := o.req
+	trace := o.trace
+	if err := writeRequestLine(bw, o); err != nil {
+		return err
+	}
+	bw.WriteString("Host: ")
+	bw.WriteString(o.host)
+	bw.WriteString("\r\n")
+	if trace != nil && trace.WroteHeaderField != nil {
+		trace.WroteHeaderField("Host", []string{o.host})
+	}
+
+	ua := defaultUserAgent
+	if v, ok := req.Header["User-Agent"]; ok {
+		ua = ""
+		if len(v) > 0 {
+			ua = strings.TrimSpace(v[0])
+		}
+	}
+	if ua != "" {
+		bw.WriteString("User-Agent: ")
+		bw.WriteString(ua)
+		bw.WriteString("\r\n")
+		if trace != nil && trace.WroteHeaderField != nil {
+			trace.WroteHeaderField("User-Agent", []string{ua})
+		}
+	}
+
+	if req.Close && !httpguts.HeaderValuesContainsToken(req.Header["Connection"], "close") {
+		writeField(bw, trace, "Connection", "close")
+	}
+	if o.sendCL {
+		bw.WriteString("Content-Length: ")
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), o.contentLength, 10))
+		bw.WriteString("\r\n")
+		if trace != nil && trace.WroteHeaderField != nil {
+			trace.WroteHeaderField("Content-Length", []string{strconv.FormatInt(o.contentLength, 10)})
+		}
+	} else if o.chunked {
+		writeField(bw, trace, "Transfer-Encoding", "chunked")
+	}
+	if len(req.Trailer) > 0 {
+		keys := make([]string, 0, len(req.Trailer))
+		for k := range req.Trailer {
+			k = http.CanonicalHeaderKey(k)
+			switch k {
+			case "Transfer-Encoding", "Trailer", "Content-Length":
+				return &badStringError{"invalid Trailer key", k}
+			}
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		writeField(bw, trace, "Trailer", strings.Join(keys, ","))
+	}
+
+	writeSortedHeader(bw, req.Header, trace, true)
+
+	if o.addGzip {
+		writeField(bw, trace, "Accept-Encoding", "gzip")
+	}
+	if o.addClose {
+		writeField(bw, trace, "Connection", "close")
+	}
+	bw.WriteString("\r\n")
+	if trace != nil && trace.WroteHeaders != nil {
+		trace.WroteHeaders()
+	}
+	return nil
+}
+
+// writeRequestLine writes "METHOD target HTTP/1.1\r\n".
+func writeRequestLine(bw *bufio.Writer, o *outgoing) error {
+	u := o.req.URL
+	var path, query string
+	hasQuery := false
+	switch {
+	case o.method == "CONNECT" && u.Path == "":
+		path = o.host
+		if u.Opaque != "" {
+			path = u.Opaque
+		}
+	case u.Opaque != "":
+		path = u.RequestURI() // rare: let net/url handle opaque forms
+	default:
+		path = u.EscapedPath()
+		if path == "" {
+			path = "/"
+		}
+		if u.ForceQuery || u.RawQuery != "" {
+			hasQuery = true
+			query = u.RawQuery
+		}
+	}
+	if hasCTL(path) || hasCTL(query) {
+		return errors.New("net/http: can't write control character in Request.URL")
+	}
+	bw.WriteString(o.method)
+	bw.WriteByte(' ')
+	bw.WriteString(path)
+	if hasQuery {
+		bw.WriteByte('?')
+		bw.WriteString(query)
+	}
+	bw.WriteString(" HTTP/1.1\r\n")
+	return nil
+}
+
+func hasCTL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < ' ' || b == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+func writeField(bw *bufio.Writer, trace *httptrace.ClientTrace, k, v string) {
+	bw.WriteString(k)
+	bw.WriteString(": ")
+	bw.WriteString(v)
+	bw.WriteString("\r\n")
+	if trace != nil && trace.WroteHeaderField != nil {
+		trace.WroteHeaderField(k, []string{v})
+	}
+}
+
+// requestExcluded lists the keys net/http writes itself, not from Header.
+func requestExcluded(k string) bool {
+	switch k {
+	case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
+		return true
+	}
+	return false
+}
+
+// writeSortedHeader writes h sorted by key (as http.Header.Write does),
+// using a stack array for up to 32 keys.
+func writeSortedHeader(bw *bufio.Writer, h http.Header, trace *httptrace.ClientTrace, isRequest bool) {
+	var stack [32]string
+	keys := stack[:0]
+	for k := range h {
+		if isRequest && requestExcluded(k) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) <= len(stack) {
+		for i := 1; i < len(keys); i++ { // insertion sort: tiny n, no allocation
+			for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+				keys[j], keys[j-1] = keys[j-1], keys[j]
+			}
+		}
+	} else {
+		slices.Sort(keys)
+	}
+	for _, k := range keys {
+		if !httpguts.ValidHeaderFieldName(k) {
+			continue
+		}
+		vv := h[k]
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			bw.WriteString(trimHeaderValue(v))
+			bw.WriteString("\r\n")
+		}
+		if trace != nil && trace.WroteHeaderField != nil {
+			formatted := make([]string, len(vv))
+			for i, v := range vv {
+				formatted[i] = trimHeaderValue(v)
+			}
+			trace.WroteHeaderField(k, formatted)
+		}
+	}
+}
+
+// trimHeaderValue trims ASCII white space as textproto.TrimString does;
+// values were validated, so they hold no line breaks.
+func trimHeaderValue(v string) string {
+	for len(v) > 0 && isASCIISpace(v[0]) {
+		v = v[1:]
+	}
+	for len(v) > 0 && isASCIISpace(v[len(v)-1]) {
+		v = v[:len(v)-1]
+	}
+	return v
+}
+
+func isASCIISpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
+
+// writeRequestBody copies the body into w with o's framing, then closes
+// req.Body. Errors from the caller's body are wrapped in
+// requestBodyReadError.
+func writeRequestBody(bw *bufio.Writer, o *outgoing) (err error) {
+	defer func() {
+		if cerr := o.body.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if o.chunked {
+		return writeChunkedBody(bw, o)
+	}
+	if o.contentLength < 0 { // CONNECT with a body: raw until EOF
+		_, err := bw.ReadFrom(bodyReader{o.body})
+		return err
+	}
+	n, err := bw.ReadFrom(bodyReader{io.LimitReader(o.body, o.contentLength)})
+	if err != nil {
+		return err
+	}
+	// Read what is left to report a body longer than declared, as net/http.
+	extra, err := io.Copy(io.Discard, bodyReader{o.body})
+	if err != nil {
+		return err
+	}
+	if n+extra != o.contentLength {
+		return errBodyLength(o.contentLength, n+extra)
+	}
+	return nil
+}
+
+// bodyReader tags errors of the caller's body so they are told apart from
+// the connection's write errors.
+type bodyReader struct{ r io.Reader }
+
+func (b bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = requestBodyReadError{err}
+	}
+	return n, err
+}
+
+// writeChunkedBody writes the body with the chunked coding, one chunk per
+// read, and the caller's trailers.
+func writeChunkedBody(bw *bufio.Writer, o *outgoing) error {
+	bufp := copyBufPool.Get().(*[]byte)
+	defer copyBufPool.Put(bufp)
+	buf := *bufp
+	for {
+		n, err := o.body.Read(buf)
+		if n > 0 {
+			bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(n), 16))
+			bw.WriteString("\r\n")
+			bw.Write(buf[:n])
+			if _, werr := bw.WriteString("\r\n"); werr != nil {
+				return werr
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return requestBodyReadError{err}
+		}
+	}
+	bw.WriteString("0\r\n")
+	if len(o.req.Trailer) > 0 {
+		writeSortedHeader(bw, o.req.Trailer, nil, false)
+	}
+	_, err := bw.WriteString("\r\n")
+	return err
+}

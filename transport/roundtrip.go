@@ -1,0 +1,202 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/netip"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// syncBodyLimit is the largest body, known to be in memory (GetBody set),
+// written inline on the caller's goroutine. Larger or streaming bodies get a
+// writer goroutine so a server that answers early cannot block the write.
+const syncBodyLimit = 64 << 10
+
+// dialState is what one RoundTrip remembers across retries: the resolved
+// addresses (DNS runs at most once per request).
+type dialState struct {
+	addrs    []netip.Addr
+	resolved bool
+}
+
+// RoundTrip implements http.RoundTripper for HTTP/1.1 over TCP and TLS. It
+// validates req as net/http does, never modifies it, always closes
+// req.Body, and retries a request that failed on a reused connection under
+// net/http's rules (see retry.go).
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.init()
+	if err := validateRequest(req); err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	key, err := t.connKeyFor(req)
+	if err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	ctx := req.Context()
+	trace := httptrace.ContextClientTrace(ctx)
+	var o outgoing
+	if err := t.plan(req, trace, &o); err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	opts := socketOptionsFrom(ctx)
+	var ds dialState
+	for {
+		if ctx.Err() != nil {
+			closeOutgoing(&o)
+			return nil, context.Cause(ctx)
+		}
+		pc, err := t.getConn(ctx, &o, key, &ds)
+		if err != nil {
+			closeOutgoing(&o)
+			return nil, err
+		}
+		if len(opts) > 0 {
+			if err := pc.applySocketOptions(opts); err != nil {
+				pc.closeAndRelease()
+				closeOutgoing(&o)
+				return nil, err
+			}
+		}
+		wasReused := pc.reused
+		pc.startRequest(ctx, req, trace)
+		resp, err := pc.roundTrip(&o)
+		if err == nil {
+			return resp, nil
+		}
+		if !shouldRetry(wasReused, req, err) {
+			closeOutgoing(&o)
+			return nil, err
+		}
+		if o.body != nil {
+			body, gerr := req.GetBody()
+			if gerr != nil {
+				return nil, gerr
+			}
+			o.body = body
+		}
+	}
+}
+
+func closeOutgoing(o *outgoing) {
+	if o.body != nil {
+		o.body.Close()
+	} else {
+		closeRequestBody(o.req)
+	}
+}
+
+// connKeyFor computes the connection key; a proxy is not supported yet.
+func (t *Transport) connKeyFor(req *http.Request) (connKey, error) {
+	if t.Proxy != nil {
+		u, err := t.Proxy(req)
+		if err != nil {
+			return connKey{}, err
+		}
+		if u != nil {
+			return connKey{}, fmt.Errorf("proxy %s: %w", u.Redacted(), ErrProxyNotSupported)
+		}
+	}
+	if p := t.Protocols; p != nil && !p.HTTP1() && !p.UnencryptedHTTP2() && !p.HTTP2() {
+		return connKey{}, errors.New("ferry/transport: Protocols allows no protocol")
+	} else if p != nil && !p.HTTP1() {
+		return connKey{}, errors.New("ferry/transport: only HTTP/1 is implemented; Protocols excludes it")
+	}
+	addr, err := originAddr(req.URL)
+	if err != nil {
+		return connKey{}, err
+	}
+	return connKey{scheme: req.URL.Scheme, addr: addr, h1Only: true}, nil
+}
+
+// plan fills o with the request's framing and the transport-added headers.
+func (t *Transport) plan(req *http.Request, trace *httptrace.ClientTrace, o *outgoing) error {
+	o.req = req
+	o.trace = trace
+	o.method = req.Method
+	if o.method == "" {
+		o.method = "GET"
+	}
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	host, err := httpguts.PunycodeHostPort(host)
+	if err != nil {
+		return err
+	}
+	if !httpguts.ValidHostHeader(host) {
+		host = ""
+	}
+	o.host = removeZone(host)
+
+	if req.ContentLength != 0 && req.Body == nil {
+		return fmt.Errorf("http: Request.ContentLength=%d with nil Body", req.ContentLength)
+	}
+	n := outgoingLength(req)
+	if req.Body != nil && req.Body != http.NoBody {
+		o.body = req.Body
+	}
+	o.contentLength = n
+	te := req.TransferEncoding
+	switch {
+	case len(te) > 0 && te[0] == "chunked":
+		o.chunked = true
+	case n < 0 && len(te) == 0 && o.method != "CONNECT":
+		o.chunked = true
+	}
+	switch {
+	case o.chunked, n < 0:
+	case n > 0:
+		o.sendCL = true
+	case o.method == "POST" || o.method == "PUT" || o.method == "PATCH":
+		o.sendCL = true
+	case len(te) == 1 && te[0] == "identity" && o.method != "GET" && o.method != "HEAD":
+		o.sendCL = true
+	}
+	if !t.DisableCompression && firstValue(req.Header, "Accept-Encoding") == "" &&
+		firstValue(req.Header, "Range") == "" && o.method != "HEAD" {
+		o.addGzip = true
+	}
+	o.addClose = t.DisableKeepAlives && !wantsClose(req) && !isUpgradeRequest(req.Header)
+	o.expectContinue = req.ProtoAtLeast(1, 1) && req.Body != nil && expectsContinue(req)
+	o.syncBody = o.body == nil || req.GetBody != nil && n > 0 && n <= syncBodyLimit && !o.chunked
+	return nil
+}
+
+func isUpgradeRequest(h http.Header) bool {
+	return firstValue(h, "Upgrade") != "" && httpguts.HeaderValuesContainsToken(h["Connection"], "Upgrade")
+}
+
+func firstValue(h http.Header, k string) string {
+	if v := h[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// removeZone drops an IPv6 zone from a bracketed host (RFC 6874).
+func removeZone(host string) string {
+	if !strings.HasPrefix(host, "[") {
+		return host
+	}
+	i := strings.LastIndex(host, "]")
+	if i < 0 {
+		return host
+	}
+	j := strings.LastIndex(host[:i], "%")
+	if j < 0 {
+		return host
+	}
+	return host[:j] + host[i:]
+}
+
+var _ io.Closer = (*h1Body)(nil)

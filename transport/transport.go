@@ -1,0 +1,316 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/dialer"
+	"github.com/ferryhttp/ferry/internal/dnscache"
+	"github.com/ferryhttp/ferry/internal/idlepool"
+)
+
+// Transport is an http.RoundTripper with the exported fields of
+// net/http.Transport (same names, types, defaults and meaning) plus ferry's
+// Resolver and DNSCacheTTL. The zero Transport is usable, with the zero
+// values' meanings documented on each field (as for http.Transport); New
+// returns one with http.DefaultTransport's settings.
+//
+// Fields must not be changed once the Transport has served a request; use
+// Clone to derive a differently configured one. A Transport is safe for
+// concurrent use.
+type Transport struct {
+	// Proxy returns the proxy for a request; nil, or a nil URL, means no
+	// proxy. Proxies are not implemented yet: a non-nil URL fails the
+	// request with an error wrapping ErrProxyNotSupported.
+	Proxy func(*http.Request) (*url.URL, error)
+
+	// OnProxyConnectResponse is called for a proxy's CONNECT response (kept
+	// for compatibility; unused until proxies are implemented).
+	OnProxyConnectResponse func(ctx context.Context, proxyURL *url.URL, connectReq *http.Request, connectRes *http.Response) error
+
+	// DialContext dials unencrypted TCP connections, receiving "host:port"
+	// unresolved as in net/http. Nil means ferry dials itself: names are
+	// resolved through a DNS cache (see Resolver, DNSCacheTTL) and
+	// addresses raced (Happy Eyeballs) with a 30s timeout and 30s TCP
+	// keep-alive, like net/http's default dialer.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// Dial is the deprecated form of DialContext, used when DialContext is
+	// nil.
+	Dial func(network, addr string) (net.Conn, error)
+
+	// DialTLSContext dials TLS connections for https requests. The returned
+	// connection is used as is (a *tls.Conn not yet handshaken is
+	// handshaken); TLSClientConfig and TLSHandshakeTimeout are then unused.
+	DialTLSContext func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// DialTLS is the deprecated form of DialTLSContext.
+	DialTLS func(network, addr string) (net.Conn, error)
+
+	// TLSClientConfig is cloned for every TLS connection, with ServerName
+	// defaulted to the host and NextProtos set to "http/1.1". Nil means the
+	// default configuration. When it has no ClientSessionCache, ferry uses
+	// one LRU session cache per Transport so reconnects resume sessions
+	// (net/http uses none).
+	TLSClientConfig *tls.Config
+
+	// TLSHandshakeTimeout bounds the TLS handshake; zero means no timeout.
+	TLSHandshakeTimeout time.Duration
+
+	// DisableKeepAlives sends "Connection: close" and uses every connection
+	// for a single request.
+	DisableKeepAlives bool
+
+	// DisableCompression stops the transport from asking for gzip and
+	// decoding it.
+	DisableCompression bool
+
+	// MaxIdleConns caps idle connections over all hosts; zero means no
+	// limit.
+	MaxIdleConns int
+
+	// MaxIdleConnsPerHost caps idle connections per host; zero means
+	// http.DefaultMaxIdleConnsPerHost (2), negative keeps none.
+	MaxIdleConnsPerHost int
+
+	// MaxConnsPerHost limits connections per host (dialing, active and
+	// idle); requests over it wait in order, cancellably. Zero means no
+	// limit.
+	MaxConnsPerHost int
+
+	// IdleConnTimeout closes connections idle for longer; zero means no
+	// limit.
+	IdleConnTimeout time.Duration
+
+	// ResponseHeaderTimeout bounds the wait for the response head after
+	// the request is fully written; the error's Timeout() is true. Zero
+	// means no timeout.
+	ResponseHeaderTimeout time.Duration
+
+	// ExpectContinueTimeout is how long a request with "Expect:
+	// 100-continue" waits for the server's go-ahead before sending the body
+	// anyway; zero sends the body at once.
+	ExpectContinueTimeout time.Duration
+
+	// TLSNextProto is kept for compatibility; HTTP/2 is not implemented
+	// yet, so only "http/1.1" is negotiated and it is unused.
+	TLSNextProto map[string]func(authority string, c *tls.Conn) http.RoundTripper
+
+	// ProxyConnectHeader is sent with CONNECT requests (unused until
+	// proxies are implemented).
+	ProxyConnectHeader http.Header
+
+	// GetProxyConnectHeader returns CONNECT headers (unused until proxies
+	// are implemented).
+	GetProxyConnectHeader func(ctx context.Context, proxyURL *url.URL, target string) (http.Header, error)
+
+	// MaxResponseHeaderBytes limits the response head; zero means 10 MiB
+	// (net/http's default). Over it the request fails.
+	MaxResponseHeaderBytes int64
+
+	// WriteBufferSize is the per-connection write buffer; zero means 4 KiB.
+	WriteBufferSize int
+
+	// ReadBufferSize is the per-connection read buffer; zero means 4 KiB.
+	ReadBufferSize int
+
+	// ForceAttemptHTTP2 is kept for compatibility; HTTP/2 is not
+	// implemented yet.
+	ForceAttemptHTTP2 bool
+
+	// HTTP2 is kept for compatibility; HTTP/2 is not implemented yet.
+	HTTP2 *http.HTTP2Config
+
+	// Protocols is kept for compatibility; only HTTP/1 is spoken for now
+	// (a set without HTTP1 fails requests).
+	Protocols *http.Protocols
+
+	// Resolver resolves host names when ferry dials itself (DialContext
+	// nil). Nil means net.DefaultResolver.
+	Resolver *net.Resolver
+
+	// DNSCacheTTL is how long resolved addresses are reused. Zero means
+	// the cache's default TTL; negative disables caching.
+	DNSCacheTTL time.Duration
+
+	initOnce       sync.Once
+	pool           *idlepool.Pool[connKey, *h1Conn]
+	dialer         *dialer.Dialer
+	sessionCache   tls.ClientSessionCache
+	cancels        cancelRegistry
+	headerEstimate atomic.Int32 // moving average of header counts x16, seeds new conns
+}
+
+// New returns a Transport with http.DefaultTransport's settings:
+// ProxyFromEnvironment, 30s dial timeout with 30s keep-alive (ferry's own
+// dialer: DialContext stays nil), ForceAttemptHTTP2, MaxIdleConns 100,
+// IdleConnTimeout 90s, TLSHandshakeTimeout 10s, ExpectContinueTimeout 1s.
+func New() *Transport {
+	return &Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: 1 * time.Second,
+	}
+}
+
+// From returns a Transport with every setting of t copied (TLSClientConfig
+// cloned). A nil t gives New().
+func From(t *http.Transport) *Transport {
+	if t == nil {
+		return New()
+	}
+	f := &Transport{
+		Proxy:                  t.Proxy,
+		OnProxyConnectResponse: t.OnProxyConnectResponse,
+		DialContext:            t.DialContext,
+		Dial:                   t.Dial,
+		DialTLSContext:         t.DialTLSContext,
+		DialTLS:                t.DialTLS,
+		TLSHandshakeTimeout:    t.TLSHandshakeTimeout,
+		DisableKeepAlives:      t.DisableKeepAlives,
+		DisableCompression:     t.DisableCompression,
+		MaxIdleConns:           t.MaxIdleConns,
+		MaxIdleConnsPerHost:    t.MaxIdleConnsPerHost,
+		MaxConnsPerHost:        t.MaxConnsPerHost,
+		IdleConnTimeout:        t.IdleConnTimeout,
+		ResponseHeaderTimeout:  t.ResponseHeaderTimeout,
+		ExpectContinueTimeout:  t.ExpectContinueTimeout,
+		ProxyConnectHeader:     t.ProxyConnectHeader.Clone(),
+		GetProxyConnectHeader:  t.GetProxyConnectHeader,
+		MaxResponseHeaderBytes: t.MaxResponseHeaderBytes,
+		ForceAttemptHTTP2:      t.ForceAttemptHTTP2,
+		WriteBufferSize:        t.WriteBufferSize,
+		ReadBufferSize:         t.ReadBufferSize,
+	}
+	if t.TLSClientConfig != nil {
+		f.TLSClientConfig = t.TLSClientConfig.Clone()
+	}
+	if t.TLSNextProto != nil {
+		f.TLSNextProto = make(map[string]func(string, *tls.Conn) http.RoundTripper, len(t.TLSNextProto))
+		for k, v := range t.TLSNextProto {
+			f.TLSNextProto[k] = v
+		}
+	}
+	if t.HTTP2 != nil {
+		h := *t.HTTP2
+		f.HTTP2 = &h
+	}
+	if t.Protocols != nil {
+		p := *t.Protocols
+		f.Protocols = &p
+	}
+	return f
+}
+
+// Clone returns a copy of t's settings (TLSClientConfig cloned) with
+// fresh connection state.
+func (t *Transport) Clone() *Transport {
+	c := &Transport{
+		Proxy:                  t.Proxy,
+		OnProxyConnectResponse: t.OnProxyConnectResponse,
+		DialContext:            t.DialContext,
+		Dial:                   t.Dial,
+		DialTLSContext:         t.DialTLSContext,
+		DialTLS:                t.DialTLS,
+		TLSHandshakeTimeout:    t.TLSHandshakeTimeout,
+		DisableKeepAlives:      t.DisableKeepAlives,
+		DisableCompression:     t.DisableCompression,
+		MaxIdleConns:           t.MaxIdleConns,
+		MaxIdleConnsPerHost:    t.MaxIdleConnsPerHost,
+		MaxConnsPerHost:        t.MaxConnsPerHost,
+		IdleConnTimeout:        t.IdleConnTimeout,
+		ResponseHeaderTimeout:  t.ResponseHeaderTimeout,
+		ExpectContinueTimeout:  t.ExpectContinueTimeout,
+		ProxyConnectHeader:     t.ProxyConnectHeader.Clone(),
+		GetProxyConnectHeader:  t.GetProxyConnectHeader,
+		MaxResponseHeaderBytes: t.MaxResponseHeaderBytes,
+		ForceAttemptHTTP2:      t.ForceAttemptHTTP2,
+		WriteBufferSize:        t.WriteBufferSize,
+		ReadBufferSize:         t.ReadBufferSize,
+		Resolver:               t.Resolver,
+		DNSCacheTTL:            t.DNSCacheTTL,
+	}
+	if t.TLSClientConfig != nil {
+		c.TLSClientConfig = t.TLSClientConfig.Clone()
+	}
+	if t.TLSNextProto != nil {
+		c.TLSNextProto = make(map[string]func(string, *tls.Conn) http.RoundTripper, len(t.TLSNextProto))
+		for k, v := range t.TLSNextProto {
+			c.TLSNextProto[k] = v
+		}
+	}
+	if t.HTTP2 != nil {
+		h := *t.HTTP2
+		c.HTTP2 = &h
+	}
+	if t.Protocols != nil {
+		p := *t.Protocols
+		c.Protocols = &p
+	}
+	return c
+}
+
+// init builds the pool, dialer and session cache from the fields, once.
+func (t *Transport) init() {
+	t.initOnce.Do(func() {
+		t.pool = idlepool.New[connKey, *h1Conn](idlepool.Config{
+			MaxIdlePerKey:  t.MaxIdleConnsPerHost,
+			MaxIdle:        t.MaxIdleConns,
+			IdleTimeout:    t.IdleConnTimeout,
+			MaxConnsPerKey: t.MaxConnsPerHost,
+		})
+		t.dialer = &dialer.Dialer{
+			DNS:       dnscache.New(dnscache.Config{Resolver: t.Resolver, TTL: t.DNSCacheTTL}),
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}
+		if t.TLSClientConfig == nil || t.TLSClientConfig.ClientSessionCache == nil {
+			t.sessionCache = tls.NewLRUClientSessionCache(0)
+		}
+	})
+}
+
+// CloseIdleConnections closes the connections now idle. It does not
+// interrupt connections in use.
+func (t *Transport) CloseIdleConnections() {
+	t.init()
+	t.pool.CloseIdle()
+}
+
+// CancelRequest cancels an in-flight request by aborting its connection.
+//
+// Deprecated: use a request context (Request.WithContext) instead, as for
+// net/http. It cannot cancel a request still waiting for its connection.
+func (t *Transport) CancelRequest(req *http.Request) {
+	t.cancels.cancel(req)
+}
+
+func (t *Transport) maxHeaderBytes() int64 {
+	if t.MaxResponseHeaderBytes != 0 {
+		return t.MaxResponseHeaderBytes
+	}
+	return 10 << 20
+}
+
+func (t *Transport) readBufferSize() int {
+	if t.ReadBufferSize > 0 {
+		return t.ReadBufferSize
+	}
+	return 4 << 10
+}
+
+func (t *Transport) writeBufferSize() int {
+	if t.WriteBufferSize > 0 {
+		return t.WriteBufferSize
+	}
+	return 4 << 10
+}
