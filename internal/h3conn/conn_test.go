@@ -276,6 +276,7 @@ func TestMaxResponseHeaderBytes(t *testing.T) {
 		{name: "default_10MiB", limit: 0},
 		{name: "under_limit", limit: 64 << 10},
 		{name: "over_limit", limit: 4 << 10, wantErr: true},
+		{name: "compressed_under_decoded_over", limit: 7 << 10, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
