@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -467,6 +469,55 @@ func TestCancelOneRequest(t *testing.T) {
 			}
 			if _, idle := c.IdleSince(); !idle {
 				t.Error("stream slots leaked by the cancelled request")
+			}
+		})
+	}
+}
+
+// TestAlternativeNamedByHost: the alternative names a host of its own; it is
+// resolved through Config.LookupNetIP and the certificate is still checked
+// for the origin.
+func TestAlternativeNamedByHost(t *testing.T) {
+	s := startH3(t, http.HandlerFunc(echoHandler), "localhost")
+	_, port, _ := net.SplitHostPort(s.addr())
+	tests := []struct {
+		name    string
+		lookup  func(context.Context, string) ([]netip.Addr, error)
+		wantErr bool
+	}{
+		{name: "resolved", lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
+			if host != "alt.test" {
+				return nil, fmt.Errorf("looked up %q", host)
+			}
+			return []netip.Addr{netip.MustParseAddr("::ffff:127.0.0.1")}, nil
+		}},
+		{name: "lookup_fails", lookup: func(_ context.Context, host string) ([]netip.Addr, error) {
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		}, wantErr: true},
+		{name: "no_addresses", lookup: func(context.Context, string) ([]netip.Addr, error) { return nil, nil }, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newTestDialer(t, s, func(c *Config) { c.LookupNetIP = tt.lookup })
+			c, err := d.Dial(context.Background(), "localhost", net.JoinHostPort("alt.test", port))
+			if tt.wantErr {
+				if _, ok := errors.AsType[*net.DNSError](err); !ok {
+					t.Fatalf("err = %v, want a *net.DNSError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			req, _ := http.NewRequest("GET", "https://localhost/", nil)
+			resp, err := c.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if h := resp.Header.Get("X-Host"); h != "localhost" {
+				t.Errorf("server saw Host %q", h)
 			}
 		})
 	}

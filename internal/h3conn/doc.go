@@ -39,7 +39,16 @@
 // It fires no connection hooks when a ClientConn is used directly, so this
 // package fires DNSStart/DNSDone (default resolver only), ConnectStart/Done
 // ("udp"), TLSHandshakeStart/Done in Dial and GotConn in RoundTrip. GetConn
-// is the transport's: it fires before it looks in the pool.
+// is the transport's: it fires before it looks in the pool. QUIC has no
+// separate connect phase, so the TLS hooks nest inside the connect hooks
+// (ConnectStart, TLSHandshakeStart, TLSHandshakeDone, ConnectDone), as in
+// quic-go's own http3.Transport. The net.Conn given to GotConn reports the
+// QUIC addresses and refuses I/O and Close.
+//
+// RoundTrip expects a request the transport already validated (header
+// names and values, method): quic-go rejects a bad one only while encoding
+// it, which this package cannot tell from a connection that went away, so
+// it would be reported as an unsent, retryable failure.
 //
 // quic-go exposes neither the peer's stream limit nor the GOAWAY it
 // received. Stream capacity is therefore a local cap
