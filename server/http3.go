@@ -45,7 +45,7 @@ func quicConfig(user *quic.Config, hs *http.Server) *quic.Config {
 
 // newHTTP3Server builds the HTTP/3 server equivalent to inner, the private
 // copy of the user's http.Server that serves TCP.
-func newHTTP3Server(inner *http.Server, handler http.Handler) *http3.Server {
+func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) *http3.Server {
 	idle := inner.IdleTimeout
 	if idle == 0 {
 		idle = inner.ReadTimeout // net/http's rule for a zero IdleTimeout
@@ -62,6 +62,7 @@ func newHTTP3Server(inner *http.Server, handler http.Handler) *http3.Server {
 	userConnContext := inner.ConnContext
 	connState := inner.ConnState
 	h3.ConnContext = func(ctx context.Context, c *quic.Conn) context.Context {
+		conns.add(c)
 		ctx = context.WithValue(ctx, http.ServerContextKey, inner)
 		qc := &QUICConn{conn: c}
 		if connState != nil {

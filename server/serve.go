@@ -61,7 +61,7 @@ func (s *Server) prepare(useTLS, withH3 bool, certFile, keyFile string) (*plan, 
 		if withH3 {
 			p.quicTLS = quicTLS
 			p.quicConf = quicConfig(s.QUICConfig, p.inner)
-			p.h3 = newHTTP3Server(p.inner, handler)
+			p.h3 = newHTTP3Server(p.inner, handler, &s.quicConns)
 			p.inner.Handler = &altSvcHandler{s: s, next: handler}
 		}
 	}

@@ -64,6 +64,9 @@ type Server struct {
 	// replace it to count syscalls.
 	newGuard func(syscall.Conn) (*sockopt.Guard, error)
 
+	// quicConns tracks open HTTP/3 connections for Close.
+	quicConns quicConns
+
 	// altSvc is the Alt-Svc value TCP responses carry; nil or "" sends none.
 	altSvc atomic.Pointer[string]
 

@@ -35,9 +35,16 @@ var echoProto = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 
 // started is a Server serving TLS on a kernel-chosen loopback port.
 type started struct {
-	srv     *Server
-	serveCh chan error // Serve's result
-	port    string
+	srv       *Server
+	port      string
+	serveDone chan struct{} // closed when Serve returned
+	serveErr  error         // Serve's result, set before serveDone closes
+}
+
+// waitServe waits for Serve to return and gives its error.
+func (st *started) waitServe() error {
+	<-st.serveDone
+	return st.serveErr
 }
 
 // startTLS wraps hs (Addr defaulting to 127.0.0.1:0), lets configure adjust
@@ -59,12 +66,15 @@ func startTLS(t testing.TB, hs *http.Server, configure func(*Server)) *started {
 	if err := srv.ListenTLS(certFile, keyFile); err != nil {
 		t.Fatal(err)
 	}
-	st := &started{srv: srv, serveCh: make(chan error, 1)}
+	st := &started{srv: srv, serveDone: make(chan struct{})}
 	_, st.port, _ = net.SplitHostPort(srv.Addr().String())
-	go func() { st.serveCh <- srv.Serve() }()
+	go func() {
+		st.serveErr = srv.Serve()
+		close(st.serveDone)
+	}()
 	t.Cleanup(func() {
 		srv.Close()
-		if err := <-st.serveCh; !errors.Is(err, http.ErrServerClosed) {
+		if err := st.waitServe(); !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
 		}
 	})

@@ -52,18 +52,21 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if r.inner == nil {
 		return nil
 	}
-	// The TCP listener may not be tracked by the http.Server yet (Serve not
-	// called, or about to be); closing it here covers that. A second close
-	// fails harmlessly.
-	r.tcp.Close()
 	var wg sync.WaitGroup
 	var tcpErr, h3Err error
-	wg.Go(func() { tcpErr = r.inner.Shutdown(ctx) })
 	if r.h3 != nil {
-		wg.Go(func() { h3Err = r.h3.Shutdown(ctx) })
+		// Refuse new QUIC connections first; established ones get GOAWAY
+		// from http3.Server.Shutdown and finish their requests.
 		r.quicLn.Close()
+		wg.Go(func() { h3Err = r.h3.Shutdown(ctx) })
 	}
+	wg.Go(func() { tcpErr = r.inner.Shutdown(ctx) })
 	wg.Wait()
+	// The TCP listener is not tracked by the http.Server when Serve had not
+	// reached it; closing it after http.Server.Shutdown (never before, or
+	// Serve would report the closed listener as an accept error) covers
+	// that. A second close fails harmlessly.
+	r.tcp.Close()
 	s.closeQUIC(r)
 	if r.serveDone != nil {
 		<-r.serveDone
@@ -104,10 +107,11 @@ func (s *Server) closeRunning(r running) error {
 	}
 	if r.h3 != nil {
 		r.quicLn.Close()
-		// Closing the transport closes every QUIC connection now, which
-		// cancels their request contexts. http3.Server.Close then waits for
-		// handlers to return, so it runs in the background, as net/http's
+		// Every QUIC connection is closed now, with CONNECTION_CLOSE, which
+		// cancels its request contexts. http3.Server.Close then waits for
+		// handlers to return, so it runs in the background: net/http's
 		// Close does not wait for handlers either.
+		s.quicConns.closeAll()
 		s.closeQUIC(r)
 		go r.h3.Close()
 	}
