@@ -49,7 +49,12 @@ func (s *Server) bind(ctx context.Context, addr string, withUDP bool) (net.Liste
 		}
 		tcpPort := tcp.Addr().(*net.TCPAddr).Port
 		udpAddr := net.JoinHostPort(host, strconv.Itoa(tcpPort))
-		udp, err := lc.ListenPacket(ctx, "udp", udpAddr)
+		var udp net.PacketConn
+		if s.listenUDP != nil {
+			udp, err = s.listenUDP(ctx, lc, udpAddr)
+		} else {
+			udp, err = lc.ListenPacket(ctx, "udp", udpAddr)
+		}
 		if err == nil {
 			return tcp, udp, nil
 		}

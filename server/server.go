@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -63,6 +64,10 @@ type Server struct {
 	// newGuard makes the sockopt guard for each accepted connection; tests
 	// replace it to count syscalls.
 	newGuard func(syscall.Conn) (*sockopt.Guard, error)
+
+	// listenUDP, when set, replaces net.ListenConfig.ListenPacket for the
+	// HTTP/3 socket; tests use it to make a UDP port look taken.
+	listenUDP func(ctx context.Context, lc net.ListenConfig, addr string) (net.PacketConn, error)
 
 	// quicConns tracks open HTTP/3 connections for Close.
 	quicConns quicConns

@@ -254,3 +254,8 @@ func TestListenTwice(t *testing.T) {
 		t.Fatalf("second Serve: %v, want ErrAlreadyStarted", err)
 	}
 }
+
+// netSplitPort is net.SplitHostPort, named for readability at call sites.
+func netSplitPort(hostport string) (host, port string, err error) {
+	return net.SplitHostPort(hostport)
+}
