@@ -34,10 +34,10 @@ func Backoff(n int) time.Duration {
 func (c *Cache) MarkBroken(o Origin, alt Alternative) (until time.Time, ok bool) {
 	now := c.now()
 	c.reclaimExpired(now)
-	s := c.shardOf(o)
+	s, h := c.shardOf(o)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := findLive(s, o, alt, now)
+	a := findLive(s, h, o, alt, now)
 	if a == nil {
 		return time.Time{}, false
 	}
@@ -54,10 +54,10 @@ func (c *Cache) MarkBroken(o Origin, alt Alternative) (until time.Time, ok bool)
 func (c *Cache) MarkWorking(o Origin, alt Alternative) bool {
 	now := c.now()
 	c.reclaimExpired(now)
-	s := c.shardOf(o)
+	s, h := c.shardOf(o)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := findLive(s, o, alt, now)
+	a := findLive(s, h, o, alt, now)
 	if a == nil {
 		return false
 	}
@@ -71,8 +71,8 @@ func (a *Alternative) resetBroken() {
 }
 
 // findLive returns o's live record for alt's target; the caller holds s.mu.
-func findLive(s *shard, o Origin, alt Alternative, now int64) *Alternative {
-	e := s.origins[o]
+func findLive(s *shard, h uint64, o Origin, alt Alternative, now int64) *Alternative {
+	e := s.get(h, o)
 	if e == nil {
 		return nil
 	}
@@ -97,7 +97,7 @@ func (c *Cache) NetworkChanged() {
 		s := &c.shards[i]
 		s.mu.Lock()
 		m := int64(math.MaxInt64)
-		for o, e := range s.origins {
+		removed := s.filter(func(e *originEntry) bool {
 			kept := e.alts[:0]
 			for _, a := range e.alts {
 				if a.Persist && now < a.expires {
@@ -109,13 +109,13 @@ func (c *Cache) NetworkChanged() {
 			e.alts = kept
 			e.raw, e.rawErr = nil, nil
 			if len(kept) == 0 {
-				delete(s.origins, o)
-				c.count.Add(-1)
-				continue
+				return false
 			}
 			e.recomputeMinExpiry()
 			m = min(m, e.minExpiry)
-		}
+			return true
+		})
+		c.count.Add(-int64(removed))
 		s.minExpiry.Store(m)
 		s.mu.Unlock()
 		c.lowerWatermark(m)

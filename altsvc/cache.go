@@ -1,7 +1,6 @@
 package altsvc
 
 import (
-	"hash/maphash"
 	"math"
 	"sort"
 	"sync"
@@ -47,7 +46,7 @@ type Options struct {
 // Alternative is a cached alternative service of one origin, as returned by
 // [Cache.Lookup], [Cache.Usable] and [Cache.Snapshot]. The exported fields
 // identify it (pass it back to [Cache.MarkBroken] or [Cache.MarkWorking]);
-// the methods report its cache metadata. It is 64 bytes, so a lookup copies
+// the methods report its cache metadata. It is 56 bytes, so a lookup copies
 // a whole origin's alternatives in a few cache lines.
 type Alternative struct {
 	// Protocol is the ALPN protocol id, for example "h3".
@@ -62,10 +61,9 @@ type Alternative struct {
 	// [Cache.NetworkChanged].
 	Persist bool
 
-	failures    int32         // consecutive MarkBroken calls since the last MarkWorking
-	expires     int64         // Unix nanoseconds; live while now < expires
-	brokenUntil int64         // Unix nanoseconds; broken while now < brokenUntil
-	ttl         time.Duration // ma minus Age, to refresh from an unchanged header
+	failures    int32 // consecutive MarkBroken calls since the last MarkWorking
+	expires     int64 // Unix nanoseconds; live while now < expires
+	brokenUntil int64 // Unix nanoseconds; broken while now < brokenUntil
 }
 
 // Expires returns when the alternative stops being valid (zero for an
@@ -90,20 +88,27 @@ func (a *Alternative) sameTarget(p, host string, port uint16) bool {
 // originEntry holds one origin's alternatives. All fields but lastUsed are
 // guarded by the owning shard's mu.
 type originEntry struct {
-	alts      []Alternative // preference order, 1..MaxAlternatives, never empty
+	origin    Origin
+	next      *originEntry  // next entry whose origin has the same hash
+	alts      []Alternative // preference order, 1..MaxAlternatives entries, always a prefix of buf
 	minExpiry int64         // earliest alts[i].expires
+
+	// lastUsed is written by readers (at most once per recencyStep), so it
+	// shares the hot line with the fields every lookup reads anyway.
+	lastUsed atomic.Int64 // Unix nanoseconds of the last use, for LRU eviction
+
+	// buf stores alts inline, so a lookup reaches them without another
+	// pointer chase.
+	buf [MaxAlternatives]Alternative
 
 	// The Alt-Svc values last applied, so an identical header skips parsing.
 	// raw is nil once alts no longer reflect it (pruned, loaded, network
-	// change).
+	// change); while it is set, every alternative expires at refreshedAt
+	// plus its ma minus Age.
 	raw         []string
 	rawAge      time.Duration
 	rawErr      error
 	refreshedAt int64
-
-	_        [64]byte     // keep lastUsed, written by readers, off the line above
-	lastUsed atomic.Int64 // Unix nanoseconds of the last use, for LRU eviction
-	_        [56]byte
 }
 
 // touch records a use at now (at recencyStep granularity).
@@ -138,24 +143,6 @@ func (e *originEntry) dropExpired(now int64) bool {
 	e.raw, e.rawErr = nil, nil
 	e.recomputeMinExpiry()
 	return true
-}
-
-// shard is one slice of the origin space with its own lock.
-type shard struct {
-	mu      sync.RWMutex            // guards origins and every entry's fields except lastUsed
-	origins map[Origin]*originEntry // nil until the first write
-
-	// minExpiry is a lower bound of the earliest expiry in the shard;
-	// written under mu, read without it by sweeps that skip idle shards.
-	minExpiry atomic.Int64
-	_         [64]byte
-}
-
-// lowerMinExpiry lowers the shard's bound to t; the caller holds s.mu.
-func (s *shard) lowerMinExpiry(t int64) {
-	if t < s.minExpiry.Load() {
-		s.minExpiry.Store(t)
-	}
 }
 
 // Cache is an origin-scoped Alt-Svc cache. See the package documentation for
@@ -211,12 +198,9 @@ func (c *Cache) now() int64 {
 	return processStartUnix + int64(time.Since(processStart))
 }
 
-// shardSeed is package-wide so that the zero Cache needs no initialisation.
-var shardSeed = maphash.MakeSeed()
-
-func (c *Cache) shardOf(o Origin) *shard {
-	h := maphash.String(shardSeed, o.host) + uint64(o.port)*0x9E3779B97F4A7C15
-	return &c.shards[(h>>32)%numShards]
+func (c *Cache) shardOf(o Origin) (*shard, uint64) {
+	h := originHash(o)
+	return &c.shards[(h>>32)%numShards], h
 }
 
 // Lookup appends the live alternatives of origin o to dst, in the server's
@@ -229,14 +213,14 @@ func (c *Cache) Lookup(o Origin, dst []Alternative) []Alternative {
 		return dst
 	}
 	now := c.now()
-	s := c.shardOf(o)
+	s, h := c.shardOf(o)
 	s.mu.RLock()
-	e := s.origins[o]
+	e := s.get(h, o)
 	if e != nil && now >= e.minExpiry {
 		s.mu.RUnlock()
-		c.pruneOrigin(s, o, now)
+		c.pruneOrigin(s, h, o, now)
 		s.mu.RLock()
-		e = s.origins[o]
+		e = s.get(h, o)
 	}
 	if e != nil {
 		if now < e.minExpiry {
@@ -263,14 +247,14 @@ func (c *Cache) Usable(o Origin, protocol string) (Alternative, bool) {
 		return Alternative{}, false
 	}
 	now := c.now()
-	s := c.shardOf(o)
+	s, h := c.shardOf(o)
 	s.mu.RLock()
-	e := s.origins[o]
+	e := s.get(h, o)
 	if e != nil && now >= e.minExpiry {
 		s.mu.RUnlock()
-		c.pruneOrigin(s, o, now)
+		c.pruneOrigin(s, h, o, now)
 		s.mu.RLock()
-		e = s.origins[o]
+		e = s.get(h, o)
 	}
 	var found Alternative
 	ok := false
@@ -289,15 +273,14 @@ func (c *Cache) Usable(o Origin, protocol string) (Alternative, bool) {
 }
 
 // pruneOrigin drops o's expired alternatives, and o itself when none is left.
-func (c *Cache) pruneOrigin(s *shard, o Origin, now int64) {
+func (c *Cache) pruneOrigin(s *shard, h uint64, o Origin, now int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.origins[o]
+	e := s.get(h, o)
 	if e == nil || !e.dropExpired(now) {
 		return
 	}
-	if len(e.alts) == 0 {
-		delete(s.origins, o)
+	if len(e.alts) == 0 && s.remove(h, o) {
 		c.count.Add(-1)
 	}
 }
@@ -324,8 +307,8 @@ func (c *Cache) Snapshot() []Entry {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.RLock()
-		for o, e := range s.origins {
-			ent := Entry{Origin: o, Alternatives: make([]Alternative, 0, len(e.alts))}
+		s.each(func(e *originEntry) {
+			ent := Entry{Origin: e.origin, Alternatives: make([]Alternative, 0, len(e.alts))}
 			for _, a := range e.alts {
 				if now < a.expires {
 					ent.Alternatives = append(ent.Alternatives, a)
@@ -334,7 +317,7 @@ func (c *Cache) Snapshot() []Entry {
 			if len(ent.Alternatives) > 0 {
 				out = append(out, ent)
 			}
-		}
+		})
 		s.mu.RUnlock()
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -113,7 +113,6 @@ func (c *Cache) Load(r io.Reader) (LoadStats, error) {
 				case len(g.recs) == MaxAlternatives:
 					st.Excess++
 				default:
-					rec.ttl = time.Duration(rec.expires - now)
 					g.recs = append(g.recs, rec)
 					st.Loaded++
 				}

@@ -64,9 +64,9 @@ func (c *Cache) Update(o Origin, h Header, age time.Duration) error {
 // refreshUnchanged handles a header identical to the one last applied to o.
 // done is false when the header differs and must be parsed.
 func (c *Cache) refreshUnchanged(o Origin, values []string, age time.Duration, now int64) (err error, done bool) {
-	s := c.shardOf(o)
+	s, h := c.shardOf(o)
 	s.mu.RLock()
-	e := s.origins[o]
+	e := s.get(h, o)
 	if e == nil || e.rawAge != age || !sameValues(e.raw, values) {
 		s.mu.RUnlock()
 		return nil, false
@@ -80,13 +80,13 @@ func (c *Cache) refreshUnchanged(o Origin, values []string, age time.Duration, n
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e = s.origins[o]
+	e = s.get(h, o)
 	if e == nil || e.rawAge != age || !sameValues(e.raw, values) {
 		return nil, false
 	}
 	for i := range e.alts {
 		a := &e.alts[i]
-		a.expires = addDuration(now, a.ttl)
+		a.expires = addDuration(a.expires, time.Duration(now-e.refreshedAt))
 	}
 	e.refreshedAt = now
 	e.recomputeMinExpiry()
@@ -133,7 +133,7 @@ func buildRecords(o Origin, svcs []Service, age time.Duration, now int64) ([]Alt
 		exp := addDuration(now, ttl)
 		recs = append(recs, Alternative{
 			Protocol: svc.Protocol, Host: host, Port: svc.Port, Persist: svc.Persist,
-			expires: exp, ttl: ttl,
+			expires: exp,
 		})
 	}
 	return recs, errors.Join(errs...)
@@ -151,11 +151,11 @@ func hasTarget(recs []Alternative, p, host string, port uint16) bool {
 // replace makes recs the alternatives of o (removing o when recs is empty),
 // carrying over the broken marks of alternatives that stay.
 func (c *Cache) replace(o Origin, recs []Alternative, raw []string, age time.Duration, rawErr error, now int64) {
-	s := c.shardOf(o)
+	s, h := c.shardOf(o)
 	s.mu.Lock()
-	if e := s.origins[o]; e != nil {
+	if e := s.get(h, o); e != nil {
 		if len(recs) == 0 {
-			delete(s.origins, o)
+			s.remove(h, o)
 			c.count.Add(-1)
 			s.mu.Unlock()
 			return
@@ -183,7 +183,8 @@ func (c *Cache) fillEntry(s *shard, e *originEntry, recs []Alternative, raw []st
 			}
 		}
 	}
-	e.alts = recs
+	clear(e.buf[copy(e.buf[:], recs):])
+	e.alts = e.buf[:len(recs)]
 	e.raw, e.rawAge, e.rawErr, e.refreshedAt = raw, age, rawErr, now
 	e.recomputeMinExpiry()
 	e.touch(now)
@@ -197,9 +198,9 @@ func (c *Cache) fillEntry(s *shard, e *originEntry, recs []Alternative, raw []st
 func (c *Cache) admit(o Origin, recs []Alternative, raw []string, age time.Duration, rawErr error, now int64) {
 	c.structMu.Lock()
 	defer c.structMu.Unlock()
-	s := c.shardOf(o)
+	s, h := c.shardOf(o)
 	s.mu.RLock()
-	present := s.origins[o] != nil
+	present := s.get(h, o) != nil
 	s.mu.RUnlock()
 	if !present && c.count.Load() >= c.maxOrigins() {
 		if now >= c.watermark.Load() {
@@ -210,13 +211,10 @@ func (c *Cache) admit(o Origin, recs []Alternative, raw []string, age time.Durat
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.origins[o]
+	e := s.get(h, o)
 	if e == nil {
-		if s.origins == nil {
-			s.origins = make(map[Origin]*originEntry)
-		}
-		e = &originEntry{}
-		s.origins[o] = e
+		e = &originEntry{origin: o}
+		s.insert(h, e)
 		c.count.Add(1)
 	}
 	c.fillEntry(s, e, recs, raw, age, rawErr, now)
@@ -225,25 +223,23 @@ func (c *Cache) admit(o Origin, recs []Alternative, raw []string, age time.Durat
 // evictLRULocked removes the origin used least recently; c.structMu is held.
 // It reports false when there was nothing to evict.
 func (c *Cache) evictLRULocked() bool {
-	var victim Origin
+	var victim *originEntry
 	var victimShard *shard
-	oldest := int64(math.MaxInt64)
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.RLock()
-		for o, e := range s.origins {
-			if t := e.lastUsed.Load(); victimShard == nil || t < oldest {
-				victim, victimShard, oldest = o, s, t
+		s.each(func(e *originEntry) {
+			if victim == nil || e.lastUsed.Load() < victim.lastUsed.Load() {
+				victim, victimShard = e, s
 			}
-		}
+		})
 		s.mu.RUnlock()
 	}
-	if victimShard == nil {
+	if victim == nil {
 		return false
 	}
 	victimShard.mu.Lock()
-	if _, ok := victimShard.origins[victim]; ok {
-		delete(victimShard.origins, victim)
+	if victimShard.remove(originHash(victim.origin), victim.origin) {
 		c.count.Add(-1)
 	}
 	victimShard.mu.Unlock()
@@ -275,15 +271,15 @@ func (c *Cache) sweepLocked(now int64) {
 		if now >= s.minExpiry.Load() {
 			s.mu.Lock()
 			m := int64(math.MaxInt64)
-			for o, e := range s.origins {
+			removed := s.filter(func(e *originEntry) bool {
 				e.dropExpired(now)
 				if len(e.alts) == 0 {
-					delete(s.origins, o)
-					c.count.Add(-1)
-					continue
+					return false
 				}
 				m = min(m, e.minExpiry)
-			}
+				return true
+			})
+			c.count.Add(-int64(removed))
 			s.minExpiry.Store(m)
 			s.mu.Unlock()
 		}
