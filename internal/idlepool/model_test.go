@@ -13,7 +13,12 @@ import (
 // allocated on every put), and one time.AfterFunc per idle conn, created on
 // its first put and Reset on each later put; a get leaves it running (as
 // net/http does; it fires, finds the conn busy and does nothing) and the
-// removal of a conn stops it.
+// removal of a conn stops it. Also modelled because net/http does them on
+// every pooled request: persistConn.isBroken (a lock of the conn's own mutex)
+// on get and on put, the scan of the key's idle list for a duplicate on put,
+// and the LRU membership check in connLRU.add. Not modelled (so the model is,
+// if anything, cheaper than net/http): the wantConn allocation and its
+// mutex, idleConnWait bookkeeping on a miss, connsPerHost accounting.
 type globalMutexPool[K comparable] struct {
 	mu          sync.Mutex // guards everything below
 	idle        map[K][]*modelConn[K]
@@ -30,7 +35,15 @@ type modelConn[K comparable] struct {
 	idleAt time.Time
 	timer  *time.Timer
 	pool   *globalMutexPool[K]
+	mu     sync.Mutex // guards closed, as persistConn.mu guards pc.closed
 	closed bool
+}
+
+// isBroken is persistConn.isBroken.
+func (c *modelConn[K]) isBroken() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 func newGlobalMutexPool[K comparable](maxIdle, maxPerKey int, idleTimeout time.Duration) *globalMutexPool[K] {
@@ -57,8 +70,11 @@ func (p *globalMutexPool[K]) get(key K) (*modelConn[K], bool) {
 	for len(conns) > 0 {
 		c := conns[len(conns)-1]
 		conns = conns[:len(conns)-1]
-		if !oldTime.IsZero() && c.idleAt.Round(0).Before(oldTime) {
+		tooOld := !oldTime.IsZero() && c.idleAt.Round(0).Before(oldTime)
+		if tooOld {
 			go c.closeIfStillIdle()
+		}
+		if c.isBroken() || tooOld {
 			continue
 		}
 		if ele, ok := p.lruElem[c]; ok {
@@ -79,6 +95,9 @@ func (p *globalMutexPool[K]) get(key K) (*modelConn[K], bool) {
 // put is tryPutIdleConn: a waiter first, then the per-key cap, the LRU and
 // the global cap, then the per-conn timer.
 func (p *globalMutexPool[K]) put(c *modelConn[K]) bool {
+	if c.isBroken() {
+		return false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if q, ok := p.wait[c.key]; ok && len(q) > 0 {
@@ -90,7 +109,15 @@ func (p *globalMutexPool[K]) put(c *modelConn[K]) bool {
 	if len(conns) >= p.maxPerKey {
 		return false
 	}
+	for _, exist := range conns {
+		if exist == c {
+			panic("model: conn put twice")
+		}
+	}
 	p.idle[c.key] = append(conns, c)
+	if _, ok := p.lruElem[c]; ok {
+		panic("model: conn already in the LRU")
+	}
 	p.lruElem[c] = p.lru.PushFront(c)
 	if p.maxIdle != 0 && p.lru.Len() > p.maxIdle {
 		oldest := p.lru.Remove(p.lru.Back()).(*modelConn[K])
@@ -119,7 +146,9 @@ func (p *globalMutexPool[K]) removeLocked(c *modelConn[K]) {
 			break
 		}
 	}
+	c.mu.Lock()
 	c.closed = true
+	c.mu.Unlock()
 }
 
 func (c *modelConn[K]) closeIfStillIdle() {

@@ -112,22 +112,47 @@ func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Dura
 	if err := ctx.Err(); err != nil {
 		return c, 0, false, err
 	}
-	s, h := p.locate(key)
-	now := p.now()
+	// locate and now, written out: the compiler does not inline them into
+	// this generic body, and the call costs show on the hot path.
+	h := maphash.Comparable(p.seed, key)
+	s := &p.shards[h&(numShards-1)]
+	var now int64
+	if p.fakeClock {
+		now = int64(p.clock().Sub(p.epoch))
+	} else {
+		now = int64(time.Since(p.epoch))
+	}
 	s.mu.Lock()
 	if p.closed.Load() {
 		s.mu.Unlock()
 		return c, 0, false, ErrPoolClosed
 	}
-	expired := p.sweepIfDueLocked(s, now)
-	ks := s.lookupLocked(h, key)
-	if ks != nil && len(ks.idle) > 0 {
-		e := s.popLocked(ks)
-		countLocked(&s.hits)
-		s.mu.Unlock()
-		p.afterRemove(1)
-		p.closeAsync(expired)
-		return e.c, time.Duration(now - e.since), true, nil
+	// The hit path below is written out (sweep check, pop) for the same
+	// reason; TryGet uses the same steps through popLocked and sweepIfDueLocked.
+	var expired []C
+	if t := p.timeout.Load(); t > 0 && now-s.watermark.Load() >= t {
+		expired = p.sweepShardLocked(s, now, t, nil)
+	}
+	ks := s.keys.get(h, key)
+	if ks != nil {
+		if n := len(ks.idle) - 1; n >= 0 {
+			e := ks.idle[n]
+			ks.idle[n] = idleEntry[C]{}
+			ks.idle = ks.idle[:n]
+			if n == 0 {
+				s.unlistIdleLocked(ks)
+			}
+			addLocked(&s.idleCount, -1)
+			countLocked(&s.hits)
+			s.mu.Unlock()
+			if p.maxIdle > 0 {
+				p.idleTotal.Add(-1)
+			}
+			if expired != nil {
+				p.closeAsync(expired)
+			}
+			return e.c, time.Duration(now - e.since), true, nil
+		}
 	}
 	countLocked(&s.misses)
 	if ks == nil {
@@ -219,23 +244,35 @@ func (p *Pool[K, C]) TryGet(key K) (c C, idleFor time.Duration, ok bool) {
 // false. A Put that takes the pool over MaxIdle closes the oldest idle
 // connection of any key instead.
 func (p *Pool[K, C]) Put(key K, c C) bool {
-	s, h := p.locate(key)
-	now := p.now()
+	h := maphash.Comparable(p.seed, key) // locate and now, written out as in Acquire
+	s := &p.shards[h&(numShards-1)]
+	var now int64
+	if p.fakeClock {
+		now = int64(p.clock().Sub(p.epoch))
+	} else {
+		now = int64(time.Since(p.epoch))
+	}
 	s.mu.Lock()
 	if p.closed.Load() {
 		s.mu.Unlock()
 		c.Close()
 		return false
 	}
-	ks := s.getOrCreateLocked(h, key)
+	ks := s.keys.get(h, key)
+	if ks == nil {
+		ks = s.getOrCreateLocked(h, key)
+	}
 	if ks.conns == 0 {
 		ks.conns = 1 // a connection Put without a reserved slot holds one now
 	}
-	if ks.waiters.hand(waitResult[C]{c: c, reused: true}) {
-		s.mu.Unlock()
+	if p.maxConns > 0 && ks.waiters.hand(waitResult[C]{c: c, reused: true}) {
+		s.mu.Unlock() // only a full key has waiters
 		return true
 	}
-	expired := p.sweepIfDueLocked(s, now)
+	var expired []C
+	if t := p.timeout.Load(); t > 0 && now-s.watermark.Load() >= t {
+		expired = p.sweepShardLocked(s, now, t, nil)
+	}
 	if !p.keepsIdle() || len(ks.idle) >= p.maxPerKey {
 		p.releaseSlotLocked(s, ks)
 		s.mu.Unlock()
@@ -244,15 +281,28 @@ func (p *Pool[K, C]) Put(key K, c C) bool {
 		c.Close()
 		return false
 	}
-	s.pushLocked(ks, c, now)
+	// Push c as the most recently used. A put never lowers a non-empty
+	// shard's watermark (now is newer than everything idle); into an empty
+	// shard it sets it.
+	ks.idle = append(ks.idle, idleEntry[C]{c: c, since: now})
+	if len(ks.idle) == 1 {
+		ks.idleIdx = len(s.idleKeys)
+		s.idleKeys = append(s.idleKeys, ks)
+	}
+	if s.watermark.Load() == noIdle {
+		s.watermark.Store(now)
+	}
+	addLocked(&s.idleCount, 1)
 	s.mu.Unlock()
 	if p.maxIdle > 0 && p.idleTotal.Add(1) > int64(p.maxIdle) {
 		p.evictOldest()
 	}
-	if p.timeout.Load() > 0 && !p.expiry.armed.Load() {
-		p.expiry.arm(p, now+p.timeout.Load())
+	if t := p.timeout.Load(); t > 0 && !p.expiry.armed.Load() {
+		p.expiry.arm(p, now+t)
 	}
-	p.closeAsync(expired)
+	if expired != nil {
+		p.closeAsync(expired)
+	}
 	return true
 }
 

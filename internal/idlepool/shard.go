@@ -135,21 +135,6 @@ func (s *shard[K, C]) dropIfEmptyLocked(ks *keyState[K, C]) {
 	}
 }
 
-// pushLocked makes c the most recently used idle connection of ks.
-func (s *shard[K, C]) pushLocked(ks *keyState[K, C], c C, now int64) {
-	ks.idle = append(ks.idle, idleEntry[C]{c: c, since: now})
-	if len(ks.idle) == 1 {
-		ks.idleIdx = len(s.idleKeys)
-		s.idleKeys = append(s.idleKeys, ks)
-	}
-	// A put never lowers a non-empty shard's watermark: now is newer than
-	// everything already idle. Into an empty shard, it sets it.
-	if s.watermark.Load() == noIdle {
-		s.watermark.Store(now)
-	}
-	addLocked(&s.idleCount, 1)
-}
-
 // popLocked removes and returns the most recently used idle connection of ks,
 // which must have one. The watermark stays a valid lower bound.
 func (s *shard[K, C]) popLocked(ks *keyState[K, C]) idleEntry[C] {
