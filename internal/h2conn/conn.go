@@ -1,0 +1,310 @@
+package h2conn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// ErrNotH2 is returned by NewClientConn for a TLS connection whose ALPN
+// negotiation did not select "h2".
+var ErrNotH2 = errors.New("h2conn: TLS connection did not negotiate h2")
+
+// errNoSlot is the error inside the *NotProcessedError that RoundTrip returns
+// when it was called without a reservation and could not take one.
+var errNoSlot = errors.New("h2conn: connection has no stream available")
+
+// Conn is one HTTP/2 client connection shared by many requests. It is safe
+// for concurrent use. See the package documentation for the slot contract.
+type Conn struct {
+	nc     net.Conn
+	tls    *tls.ConnectionState // nil for cleartext HTTP/2
+	strict bool
+	now    func() time.Time
+
+	// cc is written once, under mu, before NewClientConn returns; after
+	// that it is read without the lock (NewClientConn happens before any
+	// method call). closeNow, which x/net may trigger earlier, reads it
+	// under mu.
+	cc *http2.ClientConn
+
+	// mu guards the fields below. It is never held while calling x/net,
+	// closing, or running a trace hook.
+	mu sync.Mutex
+	// busy counts slots in use: reserved and not yet released.
+	busy int
+	// unstarted counts reservations not yet consumed by RoundTrip.
+	unstarted int
+	// xres counts, among unstarted, those that hold an x/net reservation
+	// (x/net consumes any one of them on its next RoundTrip).
+	xres int
+	// rounds counts RoundTrip calls that used a slot (GotConn's Reused).
+	rounds int
+	// idleSince is when busy last dropped to zero (or the creation time).
+	idleSince time.Time
+	// dead: no new slot will ever be handed out.
+	dead bool
+	// closed: Close of the x/net connection has been started.
+	closed bool
+}
+
+// NewClientConn makes nc an HTTP/2 client connection: it writes the client
+// preface and SETTINGS built from cfg and starts x/net's frame reader. nc
+// may be a TLS connection whose handshake negotiated "h2" (anything with a
+// ConnectionState method is treated as TLS; a different ALPN result is
+// ErrNotH2) or a cleartext connection speaking HTTP/2 with prior knowledge.
+// NewClientConn owns nc from the call on: on any error nc is closed.
+func NewClientConn(nc net.Conn, cfg Config) (*Conn, error) {
+	if nc == nil {
+		return nil, errors.New("h2conn: nil net.Conn")
+	}
+	c := &Conn{nc: nc, strict: cfg.strict(), now: cfg.Clock}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if cs, ok := nc.(interface{ ConnectionState() tls.ConnectionState }); ok {
+		st := cs.ConnectionState()
+		if !st.HandshakeComplete {
+			nc.Close()
+			return nil, errors.New("h2conn: TLS handshake not complete")
+		}
+		if st.NegotiatedProtocol != http2.NextProtoTLS {
+			nc.Close()
+			return nil, fmt.Errorf("%w (negotiated %q)", ErrNotH2, st.NegotiatedProtocol)
+		}
+		c.tls = &st
+	}
+	t2, err := cfg.newTransports(deathWatch{c})
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("h2conn: configure transport: %w", err)
+	}
+	cc, err := t2.NewClientConn(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("h2conn: start connection: %w", err)
+	}
+	c.mu.Lock()
+	c.cc = cc
+	c.idleSince = c.now()
+	closedEarly := c.closed
+	c.mu.Unlock()
+	if closedEarly {
+		cc.Close()
+	}
+	return c, nil
+}
+
+// NetConn returns the connection given to NewClientConn.
+func (c *Conn) NetConn() net.Conn { return c.nc }
+
+// TLS returns the TLS state of the connection, or nil for cleartext HTTP/2.
+func (c *Conn) TLS() *tls.ConnectionState { return c.tls }
+
+// ReserveStream claims one request slot, reporting whether it did. It fails
+// once the connection is not usable and, unless limits are strict, when the
+// connection is at the peer's concurrent-stream limit. Each true result must
+// be followed by exactly one RoundTrip or ReleaseStream.
+func (c *Conn) ReserveStream() bool {
+	c.mu.Lock()
+	if c.dead {
+		c.mu.Unlock()
+		return false
+	}
+	c.busy++
+	c.unstarted++
+	othersBusy := c.busy > 1
+	c.mu.Unlock()
+
+	if c.cc.ReserveNewRequest() {
+		c.mu.Lock()
+		c.xres++
+		c.mu.Unlock()
+		return true
+	}
+	// x/net says no: the connection is full or unusable. With strict
+	// limits a full connection still takes the request (RoundTrip waits);
+	// streams of ours in flight make "full" the likely reason, and if it is
+	// in fact unusable RoundTrip fails with a retryable error.
+	if c.strict && othersBusy {
+		return true
+	}
+	c.mu.Lock()
+	c.busy--
+	c.unstarted--
+	c.mu.Unlock()
+	if !othersBusy && c.confirmUnusable() && c.markDead() {
+		c.closeNow()
+	}
+	return false
+}
+
+// ReleaseStream gives back a slot reserved by ReserveStream that will not be
+// used by a RoundTrip. Calling it without an unused reservation does
+// nothing.
+func (c *Conn) ReleaseStream() {
+	c.mu.Lock()
+	if c.unstarted == 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.unstarted--
+	giveBack := c.xres > 0
+	if giveBack {
+		c.xres--
+	}
+	c.mu.Unlock()
+	if giveBack {
+		c.releaseXnetReservation()
+	}
+	c.release(false)
+}
+
+// Usable reports whether the connection may still take new streams: false,
+// for good, after GOAWAY, after it closed or failed, or once it was made
+// single-use and used. A connection that is full is still usable.
+func (c *Conn) Usable() bool {
+	c.mu.Lock()
+	dead, busy := c.dead, c.busy
+	c.mu.Unlock()
+	if dead {
+		return false
+	}
+	if busy > 0 || c.cc.CanTakeNewRequest() {
+		return true
+	}
+	if c.confirmUnusable() {
+		if c.markDead() {
+			c.closeNow()
+		}
+		return false
+	}
+	return true
+}
+
+// IdleSince reports whether no slot is in use and, if so, since when (on
+// Config.Clock). The pool closes the connection after IdleConnTimeout.
+func (c *Conn) IdleSince() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.idleSince, c.busy == 0
+}
+
+// CloseIfIdle closes the connection if no slot is in use, atomically with
+// respect to ReserveStream, and reports whether the connection is now
+// closed.
+func (c *Conn) CloseIfIdle() bool {
+	c.mu.Lock()
+	if c.busy > 0 {
+		c.mu.Unlock()
+		return false
+	}
+	c.dead = true
+	already := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if !already {
+		c.cc.Close()
+	}
+	return true
+}
+
+// Close closes the connection at once; requests in flight fail. It is
+// idempotent and returns nil.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	c.dead = true
+	already := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if !already {
+		c.cc.Close()
+	}
+	return nil
+}
+
+// Shutdown stops new streams, sends GOAWAY and waits until the streams in
+// flight end, then closes the connection. If ctx ends first it returns
+// ctx's error and the connection closes itself when its last slot is
+// released.
+func (c *Conn) Shutdown(ctx context.Context) error {
+	c.mu.Lock()
+	c.dead = true
+	c.mu.Unlock()
+	if err := c.cc.Shutdown(ctx); err != nil {
+		return fmt.Errorf("h2conn: shutdown: %w", err)
+	}
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return nil
+}
+
+// Ping sends a PING frame and waits for its acknowledgement or ctx.
+func (c *Conn) Ping(ctx context.Context) error {
+	return c.cc.Ping(ctx)
+}
+
+// release gives back one slot; checkXnet asks x/net, once the connection is
+// idle, whether it is still usable (after an error, or a single-use request).
+func (c *Conn) release(checkXnet bool) {
+	c.mu.Lock()
+	c.busy--
+	idle := c.busy == 0
+	if idle {
+		c.idleSince = c.now()
+	}
+	closeIt := idle && c.dead && !c.closed
+	if closeIt {
+		c.closed = true
+	}
+	dead := c.dead
+	c.mu.Unlock()
+	if closeIt {
+		c.cc.Close()
+		return
+	}
+	if idle && !dead && checkXnet && !c.cc.CanTakeNewRequest() && c.confirmUnusable() && c.markDead() {
+		c.closeNow()
+	}
+}
+
+// confirmUnusable is asked when x/net refuses a new stream although none of
+// ours is in use: the connection is unusable if x/net says it is closing or
+// closed, or if it has nothing in flight either (so it is not merely full).
+// If x/net still finishes streams we already released (a response ended
+// before its request body did), it is only full.
+func (c *Conn) confirmUnusable() bool {
+	st := c.cc.State()
+	return st.Closed || st.Closing || st.StreamsActive+st.StreamsReserved+st.StreamsPending == 0
+}
+
+// markDead stops new slots and reports whether the caller must close the
+// connection now (it is idle and nobody closed it yet).
+func (c *Conn) markDead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dead = true
+	if c.busy > 0 || c.closed {
+		return false
+	}
+	c.closed = true
+	return true
+}
+
+// closeNow closes the x/net connection after markDead said so. It may run
+// before NewClientConn stored cc; NewClientConn then closes it.
+func (c *Conn) closeNow() {
+	c.mu.Lock()
+	cc := c.cc
+	c.mu.Unlock()
+	if cc != nil {
+		cc.Close()
+	}
+}

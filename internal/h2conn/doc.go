@@ -1,0 +1,71 @@
+// Package h2conn is ferry's single boundary around golang.org/x/net/http2:
+// it turns a net.Conn that already speaks HTTP/2 (TLS with ALPN "h2", or
+// cleartext with prior knowledge, "h2c") into a *Conn that the pool can share
+// between requests. Nothing else in ferry imports x/net/http2.
+//
+// # Contract
+//
+// NewClientConn writes the client preface and SETTINGS and starts the
+// connection's frame reader (one goroutine owned by x/net, ended by Close or
+// by the peer closing the connection). The returned *Conn implements
+// idlepool.SharedConn, idlepool.IdleReporter and idlepool.IdleCloser:
+//
+//   - ReserveStream claims one request slot. Without strict limits it fails
+//     when the connection is at the peer's SETTINGS_MAX_CONCURRENT_STREAMS
+//     (counting x/net's active, reserved and reset-but-unacknowledged
+//     streams), so the caller opens another connection, as net/http does.
+//     With Config.StrictMaxConcurrentStreams (or
+//     HTTP2Config.StrictMaxConcurrentRequests) it succeeds while the
+//     connection is usable and RoundTrip waits for a free stream.
+//   - RoundTrip sends one request in the slot. The slot is released exactly
+//     once: when RoundTrip fails, when the response has no body, when the body
+//     reaches EOF (before the caller sees EOF) or fails, or when it is closed.
+//     A reservation that will not be used is returned with ReleaseStream.
+//   - Usable reports false for good once the connection received GOAWAY, was
+//     closed (by either side or by a failed PING health check) or failed; a
+//     Conn that is no longer usable closes itself when its last slot is
+//     released, so a pool may simply forget it.
+//   - IdleSince reports when the last slot was released (on Config.Clock);
+//     idle expiry is the pool's job (IdleConnTimeout is not handed to x/net).
+//
+// Errors: a failure for which the server provably did not process the request
+// (GOAWAY naming an earlier stream, REFUSED_STREAM, or a connection that
+// became unusable before the request was sent) is returned as a
+// *NotProcessedError; IsRetryable reports it. Every other error is returned
+// exactly as x/net produced it (context errors keep their identity).
+//
+// Tracing: RoundTrip fires httptrace GotConn itself, once per call, with
+// Reused, WasIdle and IdleTime computed as net/http's HTTP/2 pool does. x/net
+// fires the per-request hooks from the request context itself:
+// WroteHeaderField, WroteHeaders, Wait100Continue, WroteRequest,
+// GotFirstResponseByte, Got100Continue and Got1xxResponse. GetConn, DNS,
+// connect and TLS hooks belong to whoever dialled; net/http never fires
+// PutIdleConn for HTTP/2, and neither does this package.
+//
+// # Why x/net/http2, and how to swap it
+//
+// In Go 1.26 net/http offers http.ClientConn, but only on connections that
+// net/http dials itself (Transport.NewClientConn takes an address); ferry
+// dials, resolves, applies socket options and negotiates ALPN itself, so it
+// needs an HTTP/2 client that accepts an existing net.Conn. x/net's
+// Transport.NewClientConn is that API. It is marked deprecated in favour of
+// http.ClientConn, and its implementation depends on the Go version:
+//
+//   - Go 1.26 (or any Go built with the http2legacy tag): x/net runs its own
+//     HTTP/2 client ("legacy" mode, files *_legacy.go here).
+//   - Go 1.27 and later: x/net wraps net/http's own HTTP/2 client, handing
+//     the net.Conn over through a context value ("wrapped" mode, files
+//     *_wrapped.go here). Those connections always wait for a free stream
+//     when full, so the non-strict policy is enforced by ReserveStream.
+//
+// The build tags of mode_legacy.go and mode_wrapped.go mirror x/net's; only
+// those two small files and the error texts in errors.go know about the
+// difference, and the tests run on both toolchains.
+//
+// To swap to net/http's ClientConn once it accepts a net.Conn, replace the
+// x/net calls in conn.go and roundtrip.go (NewClientConn, ReserveNewRequest,
+// RoundTrip, Close, Shutdown, Ping, State) with http.ClientConn's Reserve,
+// Release, RoundTrip, Close, Available/InFlight and SetStateHook (which can
+// replace the MarkDead hook in watch.go); the exported API of this package
+// does not change.
+package h2conn

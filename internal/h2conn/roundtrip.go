@@ -1,0 +1,144 @@
+package h2conn
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"reflect"
+	"sync/atomic"
+)
+
+// RoundTrip sends req on the connection in a slot taken by ReserveStream
+// (without one it tries to take one, and fails with a *NotProcessedError if
+// it cannot). The slot is released exactly once: on error, at once for a
+// response without body, or when the body reaches EOF, fails, or is closed.
+//
+// req must be valid (ferry's transport validates before choosing a
+// connection). RoundTrip fires httptrace GotConn; x/net fires the other
+// per-request hooks. As net/http requires of a RoundTripper, req.Body is
+// always closed, also on error: a caller that wants to resend an unread
+// body (NotProcessedError.BodyUnread) must pass a wrapper whose Close it
+// controls. Errors: *NotProcessedError when the server did not process the
+// request (IsRetryable), otherwise x/net's error unchanged (the context's
+// error when the request was cancelled).
+func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	if c.unstarted == 0 {
+		c.mu.Unlock()
+		if !c.ReserveStream() {
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: errNoSlot}
+		}
+		c.mu.Lock()
+	}
+	c.unstarted--
+	if c.xres > 0 {
+		c.xres-- // x/net consumes one reservation on this RoundTrip
+	}
+	reused := c.rounds > 0
+	c.rounds++
+	wasIdle := reused && c.busy == 1
+	idleSince := c.idleSince
+	c.mu.Unlock()
+
+	if trace := httptrace.ContextClientTrace(req.Context()); trace != nil && trace.GotConn != nil {
+		info := httptrace.GotConnInfo{Conn: c.nc, Reused: reused, WasIdle: wasIdle}
+		if wasIdle {
+			info.IdleTime = c.now().Sub(idleSince)
+		}
+		trace.GotConn(info)
+	}
+
+	resp, err := c.cc.RoundTrip(req)
+	if err != nil {
+		err = classify(err)
+		if np, ok := err.(*NotProcessedError); ok && np.Reason != ReasonRefusedStream {
+			c.markDead()
+		}
+		c.release(true)
+		return nil, err
+	}
+	if isEmptyBody(resp.Body) {
+		c.release(true)
+		return resp, nil
+	}
+	resp.Body = &streamBody{
+		body:       resp.Body,
+		c:          c,
+		closeAtEOF: req.Body == nil || req.Body == http.NoBody,
+	}
+	return resp, nil
+}
+
+// xnetNoBody is the type of x/net's (unexported) empty response body; on
+// Go 1.27 and later x/net passes on net/http's http.NoBody instead.
+var xnetNoBody = struct{ pkg, name string }{"golang.org/x/net/http2", "noBodyReader"}
+
+// isEmptyBody reports whether x/net returned a body that has no content and
+// no stream behind it (HEAD, 204, 304, END_STREAM on the headers).
+func isEmptyBody(b io.ReadCloser) bool {
+	if b == nil || b == http.NoBody {
+		return true
+	}
+	t := reflect.TypeOf(b)
+	return t.Name() == xnetNoBody.name && t.PkgPath() == xnetNoBody.pkg
+}
+
+// streamBody is the response body: it releases the request's slot exactly
+// once, before the caller sees EOF, on a read error, or on Close.
+type streamBody struct {
+	body io.ReadCloser
+	c    *Conn
+	// closeAtEOF: the request had no body, so at EOF the stream can be
+	// closed (which waits until x/net has forgotten it, so the slot is free
+	// in x/net's accounting too) without cutting an upload.
+	closeAtEOF bool
+	released   atomic.Bool
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.body.Read(p)
+	if err != nil && !b.released.Load() {
+		if err == io.EOF && b.closeAtEOF {
+			b.body.Close()
+		}
+		b.finish()
+	}
+	return n, err
+}
+
+// Close ends the stream (resetting it if the body was not read to EOF) and
+// releases the slot.
+func (b *streamBody) Close() error {
+	err := b.body.Close()
+	b.finish()
+	return err
+}
+
+func (b *streamBody) finish() {
+	if b.released.CompareAndSwap(false, true) {
+		b.c.release(true)
+	}
+}
+
+// releaseXnetReservation gives back an x/net stream reservation that no
+// request will use. x/net has no call for that; a RoundTrip whose context is
+// already cancelled consumes the reservation without writing anything (x/net
+// checks the context before encoding headers).
+func (c *Conn) releaseXnetReservation() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := (&http.Request{
+		Method: http.MethodGet,
+		URL:    &url.URL{Scheme: "https", Host: "reservation.invalid", Path: "/"},
+		Header: http.Header{},
+		Host:   "reservation.invalid",
+	}).WithContext(ctx)
+	if resp, err := c.cc.RoundTrip(req); err == nil {
+		resp.Body.Close()
+	}
+}
