@@ -83,10 +83,10 @@ func (p *Pool[K, C]) fire() {
 		return
 	}
 	expired, next := p.sweepAll(p.now())
-	closeAll(expired)
 	if next != noIdle {
-		p.expiry.arm(p, next)
+		p.expiry.arm(p, next) // before closing: a slow Close must not delay it
 	}
+	closeAll(expired)
 }
 
 // sweepIfDueLocked sweeps s when its watermark says something may have

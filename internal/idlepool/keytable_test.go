@@ -3,6 +3,7 @@ package idlepool
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // TestKeyTableAgainstMap applies random inserts and removes, with hashes
@@ -39,5 +40,14 @@ func TestKeyTableAgainstMap(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestShardLayout(t *testing.T) {
+	if size := unsafe.Sizeof(shard[string, *testConn]{}); size%64 != 0 {
+		t.Fatalf("shard is %d bytes, not a multiple of the 64-byte cache line", size)
+	}
+	if off := unsafe.Offsetof(shard[string, *testConn]{}.hits); off+8 > 64 {
+		t.Fatalf("hits at offset %d: the hot fields no longer fit the first line", off)
 	}
 }

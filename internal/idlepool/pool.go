@@ -24,8 +24,12 @@ var ErrPoolClosed = errors.New("idlepool: pool closed")
 // should try GetShared, and Acquire again if that fails. It holds no slot.
 var ErrSharedAvailable = errors.New("idlepool: a shared connection became available")
 
+// ErrNilContext is returned by Acquire when it is given a nil context.
+var ErrNilContext = errors.New("idlepool: nil context")
+
 // Pool holds idle exclusive connections and shared connections by key. All
-// methods are safe for concurrent use. Create it with New.
+// methods are safe for concurrent use. Create it with New; the zero Pool is
+// not usable.
 type Pool[K comparable, C Conn] struct {
 	seed       maphash.Seed
 	maxPerKey  int // < 0: keep nothing idle
@@ -40,8 +44,8 @@ type Pool[K comparable, C Conn] struct {
 	expiry     expiryTimer
 	closers    sync.WaitGroup // goroutines closing discarded connections
 	counters   counters
-	shards     [numShards]shard[K, C]
-	sharedSeen atomic.Bool // a shared connection with IdleSince was ever added
+	shards     []shard[K, C] // numShards of them, allocated apart (see shard)
+	sharedSeen atomic.Bool   // a shared connection with IdleSince was ever added
 }
 
 // New returns an empty pool configured by cfg (see Config for the meaning of
@@ -64,6 +68,7 @@ func New[K comparable, C Conn](cfg Config) *Pool[K, C] {
 	p.epoch = p.clock()
 	p.timeout.Store(int64(cfg.IdleTimeout))
 	p.expiry.at = noIdle
+	p.shards = make([]shard[K, C], numShards)
 	for i := range p.shards {
 		p.shards[i].init()
 	}
@@ -107,8 +112,11 @@ func (p *Pool[K, C]) keepsIdle() bool {
 // handed straight over: reused is true, idleFor is 0), a slot is released
 // (permission to dial), a shared connection is added for the key
 // (ErrSharedAvailable, no slot held), or ctx is done (ctx.Err()). After Close
-// it returns ErrPoolClosed.
+// it returns ErrPoolClosed, and ErrNilContext for a nil ctx.
 func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Duration, reused bool, err error) {
+	if ctx == nil {
+		return c, 0, false, ErrNilContext
+	}
 	if err := ctx.Err(); err != nil {
 		return c, 0, false, err
 	}

@@ -183,6 +183,10 @@ func TestAcquireAfterCloseAndCancelledContext(t *testing.T) {
 	if n := p.ConnsLen("a"); n != 0 {
 		t.Fatalf("a cancelled Acquire reserved a slot: %d", n)
 	}
+	var nilCtx context.Context // the bad input under test
+	if _, _, _, err := p.Acquire(nilCtx, "a"); !errors.Is(err, ErrNilContext) {
+		t.Fatalf("Acquire(nil ctx): err = %v, want ErrNilContext", err)
+	}
 	c := dial(t, p, "a", 1)
 	p.Close()
 	if _, _, _, err := p.Acquire(context.Background(), "a"); !errors.Is(err, ErrPoolClosed) {

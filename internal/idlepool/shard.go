@@ -53,31 +53,35 @@ func (ks *keyState[K, C]) empty() bool {
 	return len(ks.idle) == 0 && ks.conns == 0 && ks.waiters.len() == 0 && len(ks.shared) == 0
 }
 
-// shard is one independently locked part of the pool.
+// shard is one independently locked part of the pool. Its size is a
+// multiple of 64 bytes (TestShardLayout checks it) and the pool allocates
+// the shards as one array of an exact size class, so each shard starts a
+// cache line; the fields a get or put touches are in its first line.
 type shard[K comparable, C Conn] struct {
 	// mu guards keys, idleKeys, sharedKeys, free and every keyState reachable
 	// from keys. It is never held while a connection method runs.
-	mu         sync.Mutex
-	keys       keyTable[K, C]
-	idleKeys   []*keyState[K, C]
-	sharedKeys []*keyState[K, C]
-	// free holds emptied keyStates (with their slices) for reuse, so keys that
-	// come and go do not allocate each time.
-	free []*keyState[K, C]
-
+	mu   sync.Mutex
+	keys keyTable[K, C]
 	// watermark is a lower bound on the since of every idle entry in the
 	// shard (noIdle when nothing is idle). Written under mu; read without it
 	// by the timer and by eviction to choose a shard.
 	watermark atomic.Int64
 	// idleCount is the number of idle entries; written under mu.
 	idleCount atomic.Int64
+	hits      atomic.Uint64 // written under mu
+
+	// Second line: the miss path and bookkeeping when a key's idle stack
+	// empties or fills.
+	misses atomic.Uint64 // written under mu
 	// sharedCount is the number of shared connections; written under mu.
 	sharedCount atomic.Int64
+	idleKeys    []*keyState[K, C]
+	sharedKeys  []*keyState[K, C]
 
-	hits   atomic.Uint64
-	misses atomic.Uint64
-
-	_ [64]byte // keep neighbouring shards' locks off this cache line
+	// free holds emptied keyStates (with their slices) for reuse, so keys that
+	// come and go do not allocate each time.
+	free []*keyState[K, C]
+	_    [40]byte // pad to 192 bytes: the next shard starts a new cache line
 }
 
 const maxFreeKeyStates = 32
