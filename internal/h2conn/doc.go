@@ -51,16 +51,19 @@
 // Transport.NewClientConn is that API. It is marked deprecated in favour of
 // http.ClientConn, and its implementation depends on the Go version:
 //
-//   - Go 1.26 (or any Go built with the http2legacy tag): x/net runs its own
-//     HTTP/2 client ("legacy" mode, files *_legacy.go here).
+//   - Go 1.26 (or any build with the http2legacy tag): x/net runs its own
+//     HTTP/2 client ("legacy" mode).
 //   - Go 1.27 and later: x/net wraps net/http's own HTTP/2 client, handing
-//     the net.Conn over through a context value ("wrapped" mode, files
-//     *_wrapped.go here). Those connections always wait for a free stream
-//     when full, so the non-strict policy is enforced by ReserveStream.
+//     it the net.Conn through a context value ("wrapped" mode). Wrapped
+//     connections always wait for a free stream when full, and x/net hears
+//     of GOAWAY only when the connection closes.
 //
-// The build tags of mode_legacy.go and mode_wrapped.go mirror x/net's; only
-// those two small files and the error texts in errors.go know about the
-// difference, and the tests run on both toolchains.
+// This package relies only on what both modes share: ReserveNewRequest and
+// CanTakeNewRequest (which take no write lock), RoundTrip, Close, Shutdown,
+// Ping, State (only on the rare "x/net refuses and we hold no stream" path,
+// because in legacy mode it takes the write lock), the MarkDead call of a
+// ClientConnPool (watch.go), and the error texts in errors.go. No file here is
+// built per mode; the tests pass on go1.26.8 and go1.27.3.
 //
 // To swap to net/http's ClientConn once it accepts a net.Conn, replace the
 // x/net calls in conn.go and roundtrip.go (NewClientConn, ReserveNewRequest,
