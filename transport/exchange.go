@@ -289,5 +289,10 @@ func (pc *h1Conn) classify(err error, start int64) error {
 		}
 		return nothingWrittenError{err}
 	}
-	return err
+	switch err.(type) {
+	case readFromServerError, *connBrokenError:
+		return err
+	}
+	// net/http reports a bad response as a broken connection.
+	return &connBrokenError{err}
 }

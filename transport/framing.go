@@ -18,10 +18,10 @@ import (
 type bodyKind uint8
 
 const (
-	bodyNone   bodyKind = iota // no body: resp.Body is http.NoBody
-	bodyLength                 // Content-Length bytes
-	bodyChunked                // chunked transfer coding
-	bodyUntilClose             // until the server closes the connection
+	bodyNone       bodyKind = iota // no body: resp.Body is http.NoBody
+	bodyLength                     // Content-Length bytes
+	bodyChunked                    // chunked transfer coding
+	bodyUntilClose                 // until the server closes the connection
 )
 
 // unsupportedTEError mirrors net/http's error for a transfer coding it does

@@ -3,7 +3,6 @@ package transport
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,12 +21,12 @@ import (
 // map is not special-cased). A head larger than the read buffer takes a slow
 // path that accumulates lines.
 
-// errHeaderTooLarge is wrapped into the error for a head over
-// MaxResponseHeaderBytes.
-var errHeaderTooLarge = errors.New("server response headers exceeded the limit")
+// headerLimitError is the error for a head over MaxResponseHeaderBytes,
+// worded as net/http words it.
+type headerLimitError int64
 
-func headerLimitError(limit int64) error {
-	return fmt.Errorf("net/http: server response headers exceeded %d bytes; aborted: %w", limit, errHeaderTooLarge)
+func (e headerLimitError) Error() string {
+	return fmt.Sprintf("net/http: server response headers exceeded %d bytes; aborted", int64(e))
 }
 
 // badStringError formats like net/http's badStringError: what followed by
@@ -227,10 +226,6 @@ func parseHeaderFields(s string, hint int) (http.Header, int, error) {
 		}
 		switch classifyKey(k) {
 		case keyInvalid:
-			if k == "" {
-				// textproto skips an empty key rather than failing.
-				continue
-			}
 			return nil, 0, protocolError(fmt.Sprintf("malformed MIME header line: %q", line))
 		case keyNeedsFold:
 			k = foldKey(k)

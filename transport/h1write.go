@@ -30,7 +30,7 @@ const defaultUserAgent = "Go-http-client/1.1"
 type outgoing struct {
 	req            *http.Request
 	body           io.ReadCloser // nil: no body to send
-	contentLength  int64     // -1 with chunked
+	contentLength  int64         // -1 with chunked
 	chunked        bool
 	sendCL         bool // write a Content-Length header
 	addGzip        bool // transport adds Accept-Encoding: gzip and decodes

@@ -76,16 +76,26 @@ func classifyKey(k string) canonicalKeyState {
 		return keyInvalid
 	}
 	state := keyCanonical
+	hasSpace := false
 	upper := true
 	for i := 0; i < len(k); i++ {
 		c := k[i]
 		if !isTokenByte(c) {
+			if c == ' ' {
+				hasSpace = true
+				continue
+			}
 			return keyInvalid
 		}
 		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
 			state = keyNeedsFold
 		}
 		upper = c == '-'
+	}
+	if hasSpace {
+		// textproto accepts a space before the colon (go.dev/issue/34540)
+		// but leaves such a key as it is.
+		return keyCanonical
 	}
 	return state
 }

@@ -74,7 +74,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if !shouldRetry(wasReused, req, err) {
 			closeOutgoing(&o)
-			return nil, err
+			return nil, userError(err)
 		}
 		if o.body != nil {
 			body, gerr := req.GetBody()
@@ -84,6 +84,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			o.body = body
 		}
 	}
+}
+
+// userError strips the internal retry classification, returning the
+// underlying read or write error as net/http does.
+func userError(err error) error {
+	if e, ok := err.(nothingWrittenError); ok {
+		err = e.error
+	}
+	if e, ok := err.(readFromServerError); ok {
+		err = e.err
+	}
+	return err
 }
 
 func closeOutgoing(o *outgoing) {

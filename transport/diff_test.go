@@ -1,0 +1,450 @@
+package transport
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/selfsigned"
+)
+
+// scenario is one row of the differential table.
+type scenario struct {
+	name    string
+	tls     bool
+	handler http.HandlerFunc
+	raw     func(c *rawConn)
+	set     settings
+	// run does requests with rt against srv and returns what it observed.
+	run func(t *testing.T, rt http.RoundTripper, srv *testServer) []any
+	// noConnCount skips comparing the number of connections (racy by design).
+	noConnCount bool
+}
+
+func newReq(t *testing.T, method, url string, body io.Reader) *http.Request {
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// gets does n sequential GETs of path.
+func gets(n int, path string) func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+	return func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		var out []any
+		for i := 0; i < n; i++ {
+			out = append(out, observe(rt, newReq(t, "GET", srv.URL+path, nil)))
+		}
+		return out
+	}
+}
+
+func one(method, path string, body func() io.Reader, mod func(*http.Request)) func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+	return func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		var b io.Reader
+		if body != nil {
+			b = body()
+		}
+		req := newReq(t, method, srv.URL+path, b)
+		if mod != nil {
+			mod(req)
+		}
+		return []any{observe(rt, req)}
+	}
+}
+
+func hello(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Path", r.URL.Path)
+	io.WriteString(w, "hello "+r.Method)
+}
+
+func gzipped(s string) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(s))
+	zw.Close()
+	return buf.Bytes()
+}
+
+func gzipHandler(w http.ResponseWriter, r *http.Request) {
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(gzipped(strings.Repeat("zipped ", 100)))
+		return
+	}
+	io.WriteString(w, "plain")
+}
+
+// rawRespond reads requests on the connection and answers each with resp.
+func rawRespond(resps ...string) func(c *rawConn) {
+	return func(c *rawConn) {
+		for _, r := range resps {
+			if _, err := c.readRequest(); err != nil {
+				return
+			}
+			io.WriteString(c, r)
+		}
+		// Close: a response without framing is delimited by the close.
+	}
+}
+
+// rawRespondClose answers one request with resp and closes.
+func rawRespondClose(resp string) func(c *rawConn) {
+	return func(c *rawConn) {
+		if _, err := c.readRequest(); err == nil {
+			io.WriteString(c, resp)
+		}
+	}
+}
+
+// streamBody is a body with no length and no GetBody (streamed, chunked).
+type streamBody struct{ r io.Reader }
+
+func (s *streamBody) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+var big = strings.Repeat("0123456789abcdef", 1<<18) // 4 MiB
+
+var scenarios = []scenario{
+	{name: "contract/get", handler: hello, run: gets(1, "/a")},
+	{name: "keepalive/three-gets-one-conn", handler: hello, run: gets(3, "/k")},
+	{name: "keepalive/head", handler: hello, run: one("HEAD", "/h", nil, nil)},
+	{name: "keepalive/204", handler: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }, run: gets(2, "/")},
+	{name: "keepalive/304", handler: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(304) }, run: gets(2, "/")},
+	{name: "keepalive/disable", set: settings{DisableKeepAlives: true}, handler: hello, run: gets(2, "/")},
+	{name: "keepalive/response-close", handler: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "bye")
+	}, run: gets(2, "/")},
+	{name: "keepalive/request-close", handler: hello, run: one("GET", "/", nil, func(r *http.Request) { r.Close = true })},
+	{name: "keepalive/early-close-new-conn", handler: func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(big[:100000]))
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		resp, err := rt.RoundTrip(newReq(t, "GET", srv.URL, nil))
+		if err != nil {
+			return []any{err.Error()}
+		}
+		resp.Body.Read(make([]byte, 10))
+		resp.Body.Close()
+		_, err = resp.Body.Read(make([]byte, 10))
+		return []any{fmt.Sprint(err), observe(rt, newReq(t, "GET", srv.URL, nil))}
+	}},
+	{name: "body/post-bytes", handler: hello, run: one("POST", "/p", func() io.Reader { return strings.NewReader("payload") }, nil)},
+	{name: "body/post-empty", handler: hello, run: one("POST", "/p", nil, nil)},
+	{name: "body/put-stream-chunked", handler: hello, run: one("PUT", "/p", func() io.Reader { return &streamBody{strings.NewReader("streamed")} }, nil)},
+	{name: "body/post-trailers", handler: hello, run: one("POST", "/t", func() io.Reader { return &streamBody{strings.NewReader("abc")} }, func(r *http.Request) {
+		r.Trailer = http.Header{"X-Sum": {"42"}}
+	})},
+	{name: "body/large-both-ways", handler: func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d|", len(b))
+		w.Write([]byte(big))
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		o1 := observe(rt, newReq(t, "POST", srv.URL, strings.NewReader(big)))
+		o2 := observe(rt, newReq(t, "POST", srv.URL, &streamBody{strings.NewReader(big)}))
+		srv.mu.Lock()
+		for i := range srv.seen {
+			srv.seen[i].Body = fmt.Sprint(len(srv.seen[i].Body))
+		}
+		srv.mu.Unlock()
+		return []any{o1.Status, len(o1.Body), o1.Body[:8], o2.Status, len(o2.Body), o2.Body[:8]}
+	}},
+	{name: "framing/chunked-trailer-response", handler: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-T")
+		io.WriteString(w, "part1")
+		w.(http.Flusher).Flush()
+		io.WriteString(w, "part2")
+		w.Header().Set("X-T", "tv")
+	}, run: gets(2, "/")},
+	{name: "framing/raw-chunked-ext-and-trailer", raw: rawRespond("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-A\r\n\r\n3;ext=1\r\nabc\r\n0\r\nX-A: 1\r\nX-B: 2\r\n\r\n"), run: gets(1, "/")},
+	{name: "framing/raw-http10-close-delimited", raw: rawRespondClose("HTTP/1.0 200 OK\r\nX: y\r\n\r\nuntil close"), run: gets(1, "/")},
+	{name: "framing/raw-te-and-cl", raw: rawRespond("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n"), run: gets(1, "/")},
+	{name: "framing/raw-duplicate-equal-cl", raw: rawRespond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok"), run: gets(1, "/")},
+	{name: "framing/raw-conflicting-cl", raw: rawRespond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok"), run: gets(1, "/")},
+	{name: "framing/raw-bad-cl", raw: rawRespond("HTTP/1.1 200 OK\r\nContent-Length: x1\r\n\r\nok"), run: gets(1, "/")},
+	{name: "framing/raw-bad-status-line", raw: rawRespond("HTTP/1.1 abc OK\r\n\r\n"), run: gets(1, "/")},
+	{name: "framing/raw-garbage", raw: rawRespond("garbage\r\n\r\n"), run: gets(1, "/")},
+	{name: "framing/raw-bad-version", raw: rawRespond("HTTX/1.1 200 OK\r\n\r\n"), run: gets(1, "/")},
+	{name: "framing/raw-bad-chunk-size", raw: rawRespond("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"), run: gets(1, "/")},
+	{name: "framing/raw-unsupported-te", raw: rawRespond("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n"), run: gets(1, "/")},
+	{name: "framing/raw-mid-body-close", raw: func(c *rawConn) {
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten..")
+	}, run: gets(1, "/")},
+	{name: "framing/raw-mid-chunk-close", raw: func(c *rawConn) {
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\na\r\nabc")
+	}, run: gets(1, "/")},
+	{name: "framing/raw-lowercase-and-fold", raw: rawRespond("HTTP/1.1 200 OK\r\ncontent-type: text/x\r\nx-folded: a\r\n  b\r\nPragma: no-cache\r\nContent-Length: 2\r\n\r\nok"), run: gets(1, "/")},
+	{name: "framing/raw-bare-lf", raw: rawRespond("HTTP/1.1 200 OK\nContent-Length: 2\nX-A: b\n\nok"), run: gets(1, "/")},
+	{name: "framing/raw-bad-header-line", raw: rawRespond("HTTP/1.1 200 OK\r\nBad Key: v\r\n\r\n"), run: gets(1, "/")},
+	{name: "framing/raw-status-only-code", raw: rawRespond("HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n"), run: gets(1, "/")},
+	{name: "limits/header-too-large", set: settings{MaxResponseHeaderBytes: 1000}, raw: rawRespond("HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("a", 5000) + "\r\n\r\n"), run: gets(1, "/")},
+	{name: "compression/gzip", handler: gzipHandler, run: gets(2, "/")},
+	{name: "compression/disabled", set: settings{DisableCompression: true}, handler: gzipHandler, run: gets(1, "/")},
+	{name: "compression/caller-accept-encoding", handler: gzipHandler, run: one("GET", "/", nil, func(r *http.Request) { r.Header.Set("Accept-Encoding", "gzip") })},
+	{name: "compression/range", handler: gzipHandler, run: one("GET", "/", nil, func(r *http.Request) { r.Header.Set("Range", "bytes=0-1") })},
+	{name: "compression/head", handler: gzipHandler, run: one("HEAD", "/", nil, nil)},
+	{name: "1xx/early-hints", raw: rawRespond("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), run: traced(gets(1, "/"))},
+	{name: "1xx/continue-accepted", set: settings{ExpectContinueTimeout: 5 * time.Second}, handler: hello, run: traced(one("POST", "/", func() io.Reader { return strings.NewReader("body") }, func(r *http.Request) { r.Header.Set("Expect", "100-continue") }))},
+	{name: "1xx/continue-rejected", set: settings{ExpectContinueTimeout: 5 * time.Second}, handler: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(417)
+	}, run: tracedExcept("WroteRequest", one("POST", "/", func() io.Reader { return strings.NewReader("body") }, func(r *http.Request) { r.Header.Set("Expect", "100-continue") }))},
+	{name: "101/switch", raw: func(c *rawConn) {
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		buf := make([]byte, 4)
+		io.ReadFull(c.br, buf)
+		c.Write(bytes.ToUpper(buf))
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		req := newReq(t, "GET", srv.URL, nil)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "echo")
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return []any{err.Error()}
+		}
+		rw, ok := resp.Body.(io.ReadWriteCloser)
+		if !ok {
+			return []any{"body not ReadWriteCloser"}
+		}
+		rw.Write([]byte("ping"))
+		buf := make([]byte, 4)
+		_, err = io.ReadFull(rw, buf)
+		rw.Close()
+		return []any{resp.StatusCode, string(buf), fmt.Sprint(err)}
+	}},
+	{name: "limits/response-header-timeout", set: settings{ResponseHeaderTimeout: 50 * time.Millisecond}, raw: func(c *rawConn) {
+		c.readRequest()
+		<-c.s.close
+	}, run: gets(1, "/")},
+	{name: "cancel/context-while-waiting", raw: func(c *rawConn) {
+		c.readRequest()
+		<-c.s.close
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(30*time.Millisecond, cancel)
+		return []any{observe(rt, newReq(t, "GET", srv.URL, nil).WithContext(ctx))}
+	}},
+	{name: "cancel/deadline-during-body", raw: func(c *rawConn) {
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
+		<-c.s.close
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		return []any{observe(rt, newReq(t, "GET", srv.URL, nil).WithContext(ctx))}
+	}},
+	{name: "cancel/legacy-cancel-channel", raw: func(c *rawConn) {
+		c.readRequest()
+		<-c.s.close
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		req := newReq(t, "GET", srv.URL, nil)
+		ch := make(chan struct{})
+		req.Cancel = ch
+		time.AfterFunc(30*time.Millisecond, func() { close(ch) })
+		return []any{observe(rt, req)}
+	}},
+	{name: "cancel/already-canceled", handler: hello, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		return []any{observe(rt, newReq(t, "GET", srv.URL, nil).WithContext(ctx))}
+	}},
+	{name: "validation/all", handler: hello, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		var out []any
+		bad := []func(*http.Request){
+			func(r *http.Request) { r.URL = nil },
+			func(r *http.Request) { r.Header = nil },
+			func(r *http.Request) { r.Header["Bad Name"] = []string{"v"} },
+			func(r *http.Request) { r.Header["X"] = []string{"a\r\nb"} },
+			func(r *http.Request) { r.Trailer = http.Header{"X": {"a\nb"}} },
+			func(r *http.Request) { r.URL.Scheme = "ftp" },
+			func(r *http.Request) { r.URL.Host = "" },
+			func(r *http.Request) { r.Method = "BAD METHOD" },
+		}
+		for _, f := range bad {
+			req := newReq(t, "GET", srv.URL, nil)
+			f(req)
+			out = append(out, observe(rt, req))
+		}
+		return out
+	}},
+	// net/http dials before it notices; ferry fails before dialing.
+	{name: "validation/content-length-nil-body", handler: hello, noConnCount: true, run: one("GET", "/", nil, func(r *http.Request) { r.ContentLength = 5 })},
+	{name: "retry/server-closed-idle", raw: func(c *rawConn) {
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		// close right away although keep-alive was implied
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		o1 := observe(rt, newReq(t, "GET", srv.URL, nil))
+		waitConnsClosed(srv)
+		o2 := observe(rt, newReq(t, "GET", srv.URL, nil))
+		o3 := observe(rt, newReq(t, "POST", srv.URL, &streamBody{strings.NewReader("x")}))
+		return []any{o1, o2, o3}
+	}},
+	{name: "retry/closed-after-request-get", raw: func(c *rawConn) {
+		if c.n == 0 {
+			c.readRequest()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			c.readRequest() // then close without answering
+			return
+		}
+		rawRespond("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes")(c)
+	}, run: gets(2, "/")},
+	{name: "retry/closed-after-request-post", raw: func(c *rawConn) {
+		if c.n == 0 {
+			c.readRequest()
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			c.readRequest()
+			return
+		}
+		rawRespond("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nyes")(c)
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		o1 := observe(rt, newReq(t, "GET", srv.URL, nil))
+		o2 := observe(rt, newReq(t, "POST", srv.URL, &streamBody{strings.NewReader("x")}))
+		o3 := observe(rt, newReq(t, "POST", srv.URL, strings.NewReader("y")))
+		return []any{o1, o2, o3}
+	}},
+	{name: "conns/max-conns-per-host", set: settings{MaxConnsPerHost: 1}, handler: hello, run: parallel(4, 3)},
+	{name: "conns/concurrency-64", handler: hello, run: parallel(64, 4), noConnCount: true},
+	{name: "tls/get", tls: true, handler: hello, run: gets(2, "/")},
+	{name: "tracing/get-twice", handler: hello, run: traced(gets(2, "/"))},
+	{name: "tracing/post", handler: hello, run: traced(one("POST", "/", func() io.Reader { return strings.NewReader("abc") }, nil))},
+	{name: "tracing/tls", tls: true, handler: hello, run: traced(gets(2, "/"))},
+}
+
+// waitConnsClosed waits until a scripted server has closed every connection.
+func waitConnsClosed(srv *testServer) {
+	for {
+		srv.mu.Lock()
+		n := len(srv.live)
+		srv.mu.Unlock()
+		if n == 0 {
+			time.Sleep(20 * time.Millisecond) // let the FIN reach the client's socket
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// parallel runs g goroutines doing n GETs each and reports the results.
+func parallel(g, n int) func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+	return func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		counts := map[string]int{}
+		for i := 0; i < g; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := 0; j < n; j++ {
+					o := observe(rt, newReq(t, "GET", srv.URL+"/p", nil))
+					mu.Lock()
+					counts[fmt.Sprintf("%d %s %s", o.Status, o.Body, o.Err)]++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		srv.mu.Lock()
+		srv.seen = nil // order differs between runs
+		srv.mu.Unlock()
+		return []any{counts}
+	}
+}
+
+// traced runs f with a trace recorder on every request and appends the
+// events.
+func traced(f func(t *testing.T, rt http.RoundTripper, srv *testServer) []any) func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+	return func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		rec := &traceRecorder{}
+		wrapped := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			return rt.RoundTrip(r.WithContext(httptraceWith(r.Context(), rec)))
+		})
+		out := f(t, wrapped, srv)
+		return append(out, rec.events())
+	}
+}
+
+// tracedExcept is traced without events starting with prefix: net/http
+// fires them from its writer goroutine, racing with the response.
+func tracedExcept(prefix string, f func(t *testing.T, rt http.RoundTripper, srv *testServer) []any) func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+	g := traced(f)
+	return func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		out := g(t, rt, srv)
+		ev := out[len(out)-1].([]string)
+		var kept []string
+		for _, e := range ev {
+			if !strings.HasPrefix(e, prefix) {
+				kept = append(kept, e)
+			}
+		}
+		out[len(out)-1] = kept
+		return out
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type diffResult struct {
+	Obs   []any
+	Seen  []seenRequest
+	Conns int
+}
+
+func TestDifferential(t *testing.T) {
+	cert, err := selfsigned.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			var res [2]diffResult
+			for i, impl := range []string{"nethttp", "ferry"} {
+				var srv *testServer
+				if sc.raw != nil {
+					srv = startRawServer(t, sc.raw)
+				} else {
+					srv = startHandlerServer(t, sc.handler, sc.tls, cert)
+				}
+				var tlsCfg *tls.Config
+				if sc.tls {
+					tlsCfg = cert.ClientConfig()
+				}
+				rt := sc.set.nethttp(tlsCfg)
+				if impl == "ferry" {
+					rt = sc.set.ferry(tlsCfg)
+				}
+				obs := sc.run(t, rt, srv)
+				closeIdle(rt)
+				srv.mu.Lock()
+				res[i] = diffResult{Obs: obs, Seen: srv.seen, Conns: srv.conns}
+				srv.mu.Unlock()
+				if sc.noConnCount {
+					res[i].Conns = 0
+				}
+			}
+			if !reflect.DeepEqual(res[0].Obs, res[1].Obs) {
+				t.Errorf("client observations differ\nnet/http: %+v\nferry:    %+v", res[0].Obs, res[1].Obs)
+			}
+			if !reflect.DeepEqual(res[0].Seen, res[1].Seen) {
+				t.Errorf("server saw different requests\nnet/http: %+v\nferry:    %+v", res[0].Seen, res[1].Seen)
+			}
+			if res[0].Conns != res[1].Conns {
+				t.Errorf("connections: net/http %d, ferry %d", res[0].Conns, res[1].Conns)
+			}
+		})
+	}
+}

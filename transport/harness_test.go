@@ -1,0 +1,344 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/selfsigned"
+)
+
+// The differential harness: every scenario runs against net/http.Transport
+// and against ferry's Transport, each with its own fresh loopback server of
+// the same kind, and what the client saw (status, headers, body, error
+// kind, trace) and what the server saw (requests, connections) must match.
+
+// settings are the Transport fields scenarios vary, applied to both.
+type settings struct {
+	DisableKeepAlives      bool
+	DisableCompression     bool
+	MaxConnsPerHost        int
+	MaxIdleConnsPerHost    int
+	ResponseHeaderTimeout  time.Duration
+	ExpectContinueTimeout  time.Duration
+	MaxResponseHeaderBytes int64
+}
+
+func (s settings) nethttp(tlsCfg *tls.Config) http.RoundTripper {
+	return &http.Transport{
+		DisableKeepAlives:      s.DisableKeepAlives,
+		DisableCompression:     s.DisableCompression,
+		MaxConnsPerHost:        s.MaxConnsPerHost,
+		MaxIdleConnsPerHost:    s.MaxIdleConnsPerHost,
+		ResponseHeaderTimeout:  s.ResponseHeaderTimeout,
+		ExpectContinueTimeout:  s.ExpectContinueTimeout,
+		MaxResponseHeaderBytes: s.MaxResponseHeaderBytes,
+		TLSClientConfig:        tlsCfg,
+	}
+}
+
+func (s settings) ferry(tlsCfg *tls.Config) http.RoundTripper {
+	return &Transport{
+		DisableKeepAlives:      s.DisableKeepAlives,
+		DisableCompression:     s.DisableCompression,
+		MaxConnsPerHost:        s.MaxConnsPerHost,
+		MaxIdleConnsPerHost:    s.MaxIdleConnsPerHost,
+		ResponseHeaderTimeout:  s.ResponseHeaderTimeout,
+		ExpectContinueTimeout:  s.ExpectContinueTimeout,
+		MaxResponseHeaderBytes: s.MaxResponseHeaderBytes,
+		TLSClientConfig:        tlsCfg,
+	}
+}
+
+// seenRequest is a request as the server saw it.
+type seenRequest struct {
+	Method, URI string
+	Header      http.Header
+	Body        string
+	Trailer     http.Header
+}
+
+// testServer is one loopback server: an httptest server running a handler,
+// or a raw TCP listener running a script per connection.
+type testServer struct {
+	URL string
+
+	mu    sync.Mutex // guards seen, conns and raw
+	seen  []seenRequest
+	conns int
+	raw   []string // raw request heads seen by a scripted server
+
+	hs    *httptest.Server
+	ln    net.Listener
+	wg    sync.WaitGroup
+	live  map[net.Conn]bool
+	close chan struct{}
+}
+
+func (s *testServer) record(r seenRequest) {
+	s.mu.Lock()
+	s.seen = append(s.seen, r)
+	s.mu.Unlock()
+}
+
+// startHandlerServer serves h, recording each request (its body is read
+// first and replaced, so h sees it too).
+func startHandlerServer(t *testing.T, h http.HandlerFunc, useTLS bool, cert *selfsigned.Cert) *testServer {
+	s := &testServer{}
+	rec := func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		hdr := r.Header.Clone()
+		s.record(seenRequest{Method: r.Method, URI: r.RequestURI, Header: hdr, Body: string(body), Trailer: r.Trailer.Clone()})
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		h(w, r)
+	}
+	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(rec))
+	s.hs.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
+	s.hs.Config.ErrorLog = nilLogger()
+	if useTLS {
+		s.hs.TLS = cert.ServerConfig()
+		s.hs.StartTLS()
+	} else {
+		s.hs.Start()
+	}
+	s.URL = s.hs.URL
+	t.Cleanup(s.hs.Close)
+	return s
+}
+
+// rawConn is a scripted server's view of one connection.
+type rawConn struct {
+	net.Conn
+	br *bufio.Reader
+	s  *testServer
+	n  int // index of this connection
+}
+
+// readRequest reads one request head (and a Content-Length body) and
+// records the head; it returns the head.
+func (c *rawConn) readRequest() (string, error) {
+	req, err := http.ReadRequest(c.br)
+	if err != nil {
+		return "", err
+	}
+	body, _ := io.ReadAll(req.Body)
+	c.s.record(seenRequest{Method: req.Method, URI: req.RequestURI, Header: req.Header, Body: string(body), Trailer: req.Trailer})
+	return req.Method + " " + req.RequestURI, nil
+}
+
+// startRawServer runs script for every accepted connection.
+func startRawServer(t *testing.T, script func(c *rawConn)) *testServer {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{ln: ln, URL: "http://" + ln.Addr().String(), live: map[net.Conn]bool{}, close: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns++
+			s.live[c] = true
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func(n int) {
+				defer s.wg.Done()
+				script(&rawConn{Conn: c, br: bufio.NewReader(c), s: s, n: n})
+				c.Close()
+				s.mu.Lock()
+				delete(s.live, c)
+				s.mu.Unlock()
+			}(n)
+		}
+	}()
+	t.Cleanup(func() {
+		close(s.close)
+		ln.Close()
+		s.mu.Lock()
+		for c := range s.live {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return s
+}
+
+// observation is what one request looked like from the client.
+type observation struct {
+	Status        int
+	Proto         string
+	Header        http.Header
+	Body          string
+	BodyErr       string
+	ContentLength int64
+	Uncompressed  bool
+	Close         bool
+	Trailer       http.Header
+	TE            []string
+	Err           string
+	TLS           bool
+}
+
+// errKind classifies an error the way callers test errors.
+func errKind(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded) && errors.As(err, &ne) && ne.Timeout():
+		return "deadline+timeout"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	}
+	return "error"
+}
+
+// observe performs req with rt and reads the whole body.
+func observe(rt http.RoundTripper, req *http.Request) observation {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return observation{Err: errKind(err) + ": " + normalizeErr(err)}
+	}
+	defer resp.Body.Close()
+	body, berr := io.ReadAll(resp.Body)
+	o := observation{
+		Status: resp.StatusCode, Proto: resp.Proto, Header: cleanHeader(resp.Header),
+		Body: string(body), ContentLength: resp.ContentLength, Uncompressed: resp.Uncompressed,
+		Close: resp.Close, Trailer: resp.Trailer, TE: resp.TransferEncoding, TLS: resp.TLS != nil,
+	}
+	if berr != nil {
+		o.BodyErr = errKind(berr) + ": " + normalizeErr(berr)
+	}
+	return o
+}
+
+// normalizeErr removes addresses and ports that differ between runs.
+func normalizeErr(err error) string {
+	s := err.Error()
+	for _, f := range strings.Fields(s) {
+		f = strings.Trim(f, `":,`)
+		if _, _, e := net.SplitHostPort(f); e == nil && strings.Count(f, ":") >= 1 && strings.ContainsAny(f, "0123456789") {
+			s = strings.ReplaceAll(s, f, "ADDR")
+		}
+	}
+	return s
+}
+
+func cleanHeader(h http.Header) http.Header {
+	h = h.Clone()
+	h.Del("Date")
+	return h
+}
+
+// traceRecorder collects the httptrace hooks in order.
+type traceRecorder struct {
+	mu  sync.Mutex // guards ev
+	ev  []string
+	opt bool // include DNS and connect hooks
+}
+
+func (r *traceRecorder) add(s string) {
+	r.mu.Lock()
+	r.ev = append(r.ev, s)
+	r.mu.Unlock()
+}
+
+func (r *traceRecorder) events() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.ev...)
+}
+
+func (r *traceRecorder) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GetConn: func(string) { r.add("GetConn") },
+		GotConn: func(i httptrace.GotConnInfo) {
+			r.add(fmt.Sprintf("GotConn(reused=%v,wasIdle=%v)", i.Reused, i.WasIdle))
+		},
+		PutIdleConn:          func(err error) { r.add(fmt.Sprintf("PutIdleConn(%v)", err)) },
+		GotFirstResponseByte: func() { r.add("GotFirstResponseByte") },
+		Got100Continue:       func() { r.add("Got100Continue") },
+		Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			r.add(fmt.Sprintf("Got1xx(%d)", code))
+			return nil
+		},
+		DNSStart:          func(httptrace.DNSStartInfo) { r.add("DNSStart") },
+		DNSDone:           func(httptrace.DNSDoneInfo) { r.add("DNSDone") },
+		ConnectStart:      func(string, string) { r.add("ConnectStart") },
+		ConnectDone:       func(_, _ string, err error) { r.add(fmt.Sprintf("ConnectDone(%v)", err != nil)) },
+		TLSHandshakeStart: func() { r.add("TLSHandshakeStart") },
+		TLSHandshakeDone:  func(_ tls.ConnectionState, err error) { r.add(fmt.Sprintf("TLSHandshakeDone(%v)", err != nil)) },
+		WroteHeaderField: func(k string, v []string) {
+			if k == "Host" {
+				v = []string{"HOST"}
+			}
+			r.add("WroteHeaderField(" + k + "=" + strings.Join(v, ",") + ")")
+		},
+		WroteHeaders:    func() { r.add("WroteHeaders") },
+		Wait100Continue: func() { r.add("Wait100Continue") },
+		WroteRequest:    func(i httptrace.WroteRequestInfo) { r.add(fmt.Sprintf("WroteRequest(%v)", i.Err != nil)) },
+	}
+}
+
+// countFDs returns the number of open file descriptors of this process.
+func countFDs(t testing.TB) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(ents)
+}
+
+func sortedKeys(h http.Header) []string {
+	var ks []string
+	for k := range h {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// closeIdle closes idle connections of either transport.
+func closeIdle(rt http.RoundTripper) {
+	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+func httptraceWith(ctx context.Context, rec *traceRecorder) context.Context {
+	return httptrace.WithClientTrace(ctx, rec.trace())
+}
+
+func nilLogger() *log.Logger { return log.New(io.Discard, "", 0) }
