@@ -342,3 +342,6 @@ func httptraceWith(ctx context.Context, rec *traceRecorder) context.Context {
 }
 
 func nilLogger() *log.Logger { return log.New(io.Discard, "", 0) }
+
+// netDialer is a plain net.Dialer, as a user DialContext.
+type netDialer struct{ net.Dialer }
