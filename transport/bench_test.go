@@ -1,0 +1,185 @@
+package transport
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkRoundTrip measures one HTTP/1.1 GET on a reused keep-alive
+// connection against a server in a child process, for ferry and net/http
+// in the same run. Besides ns/op, allocs/op and B/op it reports the client
+// process's own costs per request: rw-syscalls/op (syscr+syscw from
+// /proc/self/io), cpu-ns/op and ctxsw/op (getrusage). Every response's
+// status and body length are checked.
+
+var benchServer struct {
+	once sync.Once
+	addr string
+	err  error
+}
+
+// startBenchServer re-executes the test binary as the server (once).
+func startBenchServer(b *testing.B) string {
+	benchServer.once.Do(func() {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), benchServerEnv+"=1")
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			benchServer.err = err
+			return
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil {
+			benchServer.err = err
+			return
+		}
+		benchServer.addr = strings.TrimSpace(line)
+		_ = stdin // kept open for the process lifetime; the child exits on EOF
+		benchChild = cmd
+	})
+	if benchServer.err != nil {
+		b.Fatal(benchServer.err)
+	}
+	return "http://" + benchServer.addr + "/bench"
+}
+
+var benchChild *exec.Cmd
+
+type procCost struct {
+	rw    int64
+	cpu   time.Duration
+	ctxsw int64
+}
+
+func readProcCost(b *testing.B) procCost {
+	var c procCost
+	data, err := os.ReadFile("/proc/self/io")
+	if err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			k, v, ok := strings.Cut(line, ": ")
+			if !ok {
+				continue
+			}
+			n, _ := strconv.ParseInt(v, 10, 64)
+			if k == "syscr" || k == "syscw" {
+				c.rw += n
+			}
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		c.ctxsw = ru.Nvcsw + ru.Nivcsw
+	}
+	return c
+}
+
+func reportCost(b *testing.B, before procCost) {
+	after := readProcCost(b)
+	n := float64(b.N)
+	b.ReportMetric(float64(after.rw-before.rw)/n, "rw-syscalls/op")
+	b.ReportMetric(float64(after.cpu-before.cpu)/n, "cpu-ns/op")
+	b.ReportMetric(float64(after.ctxsw-before.ctxsw)/n, "ctxsw/op")
+}
+
+// benchGet does one request and checks status and body length.
+func benchGet(b *testing.B, rt http.RoundTripper, req *http.Request, buf []byte) {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := io.ReadFull(resp.Body, buf[:benchBodyLen])
+	if err != nil || n != benchBodyLen || resp.StatusCode != 200 {
+		b.Fatalf("status %d, body %d bytes, err %v", resp.StatusCode, n, err)
+	}
+	if _, err := resp.Body.Read(buf); err != io.EOF {
+		b.Fatalf("body longer than expected: %v", err)
+	}
+	resp.Body.Close()
+}
+
+func BenchmarkRoundTrip(b *testing.B) {
+	url := startBenchServer(b)
+	impls := []struct {
+		name string
+		rt   func() http.RoundTripper
+	}{
+		{"ferry", func() http.RoundTripper { return &Transport{MaxIdleConnsPerHost: 128} }},
+		{"nethttp", func() http.RoundTripper { return &http.Transport{MaxIdleConnsPerHost: 128} }},
+	}
+	for _, impl := range impls {
+		b.Run(impl.name+"/h1/serial", func(b *testing.B) {
+			rt := impl.rt()
+			defer closeIdle(rt)
+			req, _ := http.NewRequest("GET", url, nil)
+			buf := make([]byte, 512)
+			benchGet(b, rt, req, buf) // warm the connection
+			b.ReportAllocs()
+			b.ResetTimer()
+			before := readProcCost(b)
+			for i := 0; i < b.N; i++ {
+				benchGet(b, rt, req, buf)
+			}
+			b.StopTimer()
+			reportCost(b, before)
+		})
+		b.Run(impl.name+"/h1/parallel", func(b *testing.B) {
+			rt := impl.rt()
+			defer closeIdle(rt)
+			b.SetParallelism(32) // 64 goroutines on 2 cores
+			b.ReportAllocs()
+			b.ResetTimer()
+			before := readProcCost(b)
+			b.RunParallel(func(pb *testing.PB) {
+				req, _ := http.NewRequest("GET", url, nil)
+				buf := make([]byte, 512)
+				for pb.Next() {
+					benchGet(b, rt, req, buf)
+				}
+			})
+			b.StopTimer()
+			reportCost(b, before)
+		})
+	}
+}
+
+// BenchmarkParseHeader measures parsing response header blocks of 4, 16
+// and 24 fields with the map pre-sized from the moving average (as
+// connections do) against no pre-sizing.
+func BenchmarkParseHeader(b *testing.B) {
+	for _, n := range []int{4, 16, 24} {
+		head := string(benchResponse(n))
+		head = head[:strings.Index(head, "\r\n\r\n")+4]
+		_, fields := nextLine(head)
+		b.Run("n="+strconv.Itoa(n)+"/moving-average", func(b *testing.B) {
+			pc := &h1Conn{t: &Transport{}}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				h, k, err := parseHeaderFields(fields, (pc.hdrEstimate+15)/16)
+				if err != nil || len(h) != n {
+					b.Fatal(err, len(h))
+				}
+				pc.learnHeaderCount(k)
+			}
+		})
+		b.Run("n="+strconv.Itoa(n)+"/no-presize", func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				h, _, err := parseHeaderFields(fields, 0)
+				if err != nil || len(h) != n {
+					b.Fatal(err, len(h))
+				}
+			}
+		})
+	}
+}
