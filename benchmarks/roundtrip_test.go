@@ -1,0 +1,145 @@
+package benchmarks
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ferryhttp/ferry/transport"
+	"github.com/valyala/fasthttp"
+)
+
+// BenchmarkClient/{ferry,nethttp,fasthttp}/{g1,g64}: one GET per op on a
+// reused connection, every response's status and body length checked.
+// Metrics: cpu-ns/op, ctxsw/op (getrusage), rw-syscalls/op (/proc/self/io).
+
+type cost struct {
+	cpu   time.Duration
+	ctxsw int64
+	rw    int64
+}
+
+func readCost() cost {
+	var c cost
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		c.ctxsw = ru.Nvcsw + ru.Nivcsw
+	}
+	if data, err := os.ReadFile("/proc/self/io"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			k, v, _ := strings.Cut(line, ": ")
+			if k == "syscr" || k == "syscw" {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				c.rw += n
+			}
+		}
+	}
+	return c
+}
+
+func report(b *testing.B, before cost) {
+	after := readCost()
+	n := float64(b.N)
+	b.ReportMetric(float64(after.cpu-before.cpu)/n, "cpu-ns/op")
+	b.ReportMetric(float64(after.ctxsw-before.ctxsw)/n, "ctxsw/op")
+	b.ReportMetric(float64(after.rw-before.rw)/n, "rw-syscalls/op")
+}
+
+type doer func(b *testing.B) func() // per goroutine: returns the op
+
+func roundTripper(rt http.RoundTripper, url string) doer {
+	return func(b *testing.B) func() {
+		req, _ := http.NewRequest("GET", url, nil)
+		buf := make([]byte, 512)
+		return func() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, err := io.ReadFull(resp.Body, buf[:bodyLen])
+			if err != nil || n != bodyLen || resp.StatusCode != 200 {
+				b.Fatalf("status %d body %d err %v", resp.StatusCode, n, err)
+			}
+			if _, err := resp.Body.Read(buf); err != io.EOF {
+				b.Fatalf("body too long: %v", err)
+			}
+			resp.Body.Close()
+		}
+	}
+}
+
+func fastClient(c *fasthttp.HostClient, url string) doer {
+	return func(b *testing.B) func() {
+		req := fasthttp.AcquireRequest()
+		resp := fasthttp.AcquireResponse()
+		req.SetRequestURI(url)
+		return func() {
+			if err := c.Do(req, resp); err != nil {
+				b.Fatal(err)
+			}
+			if resp.StatusCode() != 200 || len(resp.Body()) != bodyLen {
+				b.Fatalf("status %d body %d", resp.StatusCode(), len(resp.Body()))
+			}
+		}
+	}
+}
+
+func BenchmarkClient(b *testing.B) {
+	addr := startServer(b)
+	url := "http://" + addr + "/bench"
+	clients := []struct {
+		name string
+		make func() (doer, func())
+	}{
+		{"ferry", func() (doer, func()) {
+			t := &transport.Transport{MaxIdleConnsPerHost: 128}
+			return roundTripper(t, url), t.CloseIdleConnections
+		}},
+		{"nethttp", func() (doer, func()) {
+			t := &http.Transport{MaxIdleConnsPerHost: 128}
+			return roundTripper(t, url), t.CloseIdleConnections
+		}},
+		{"fasthttp", func() (doer, func()) {
+			c := &fasthttp.HostClient{Addr: addr, MaxConns: 128}
+			return fastClient(c, url), c.CloseIdleConnections
+		}},
+	}
+	for _, c := range clients {
+		b.Run(c.name+"/g1", func(b *testing.B) {
+			d, done := c.make()
+			defer done()
+			op := d(b)
+			op()
+			b.ReportAllocs()
+			b.ResetTimer()
+			before := readCost()
+			for i := 0; i < b.N; i++ {
+				op()
+			}
+			b.StopTimer()
+			report(b, before)
+		})
+		b.Run(c.name+"/g64", func(b *testing.B) {
+			d, done := c.make()
+			defer done()
+			b.SetParallelism(32)
+			b.ReportAllocs()
+			b.ResetTimer()
+			before := readCost()
+			b.RunParallel(func(pb *testing.PB) {
+				op := d(b)
+				for pb.Next() {
+					op()
+				}
+			})
+			b.StopTimer()
+			report(b, before)
+		})
+	}
+}
