@@ -44,6 +44,16 @@ type h1Body struct {
 	err    error // sticky error once ended
 }
 
+// init prepares b to read a body of kind (length bytes for bodyLength).
+func (b *h1Body) init(pc *h1Conn, kind bodyKind, length int64, trailer *http.Header) {
+	b.pc = pc
+	b.kind = kind
+	b.trailer = trailer
+	if kind == bodyLength {
+		b.remain = length
+	}
+}
+
 // Read implements io.Reader.
 func (b *h1Body) Read(p []byte) (int, error) {
 	b.mu.Lock()

@@ -188,12 +188,7 @@ func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody) (*http.Respon
 		return resp, nil
 	}
 	b := &rb.body
-	b.pc = pc
-	b.kind = kind
-	b.trailer = &resp.Trailer
-	if kind == bodyLength {
-		b.remain = length
-	}
+	b.init(pc, kind, length, &resp.Trailer)
 	resp.Body = b
 	if o.addGzip {
 		if ce := resp.Header["Content-Encoding"]; len(ce) > 0 && strings.EqualFold(ce[0], "gzip") {

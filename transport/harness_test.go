@@ -345,3 +345,7 @@ func nilLogger() *log.Logger { return log.New(io.Discard, "", 0) }
 
 // netDialer is a plain net.Dialer, as a user DialContext.
 type netDialer struct{ net.Dialer }
+
+// netConnStub is a net.Conn that does nothing (parser tests never do I/O
+// through it).
+type netConnStub struct{ net.Conn }

@@ -1,0 +1,131 @@
+package transport
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// FuzzResponse feeds arbitrary bytes to the response parser and body
+// readers as a connection would: it must return a response or an error,
+// never panic or loop. Seeds live in testdata/fuzz/FuzzResponse.
+func FuzzResponse(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X\r\n\r\n3;e\r\nabc\r\n0\r\nX: 1\r\n\r\n",
+		"HTTP/1.0 200 OK\r\n\r\nbody",
+		"HTTP/1.1 103 Early\r\nLink: a\r\n\r\nHTTP/1.1 204 No\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nA: b\r\n c\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pc := &h1Conn{t: &Transport{}, conn: nopConn{}}
+		pc.br = bufio.NewReaderSize(strings.NewReader(string(data)), 64)
+		hs := headState{budget: 1 << 16}
+		for i := 0; i < 10; i++ {
+			var resp http.Response
+			if err := pc.readOneHead(&resp, &hs); err != nil {
+				return
+			}
+			if isInformational(resp.StatusCode) {
+				continue
+			}
+			kind, n, err := responseFraming(&resp, "GET")
+			if err != nil {
+				return
+			}
+			b := &h1Body{}
+			b.init(pc, kind, n, &resp.Trailer)
+			if kind == bodyNone {
+				return
+			}
+			buf := make([]byte, 7)
+			for j := 0; j < 1<<16; j++ {
+				if _, err := b.readFraming(buf); err != nil {
+					return
+				}
+			}
+			t.Fatal("body reader did not end")
+		}
+	})
+}
+
+// nopConn stands in for a connection in parser-only tests.
+type nopConn struct{ netConnStub }
+
+func TestParseHeaderFields(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    http.Header
+		wantErr bool
+	}{
+		{in: "A: 1\r\nb-c: 2\r\nA: 3\r\n\r\n", want: http.Header{"A": {"1", "3"}, "B-C": {"2"}}},
+		{in: "content-type:  x  \r\n\r\n", want: http.Header{"Content-Type": {"x"}}},
+		{in: "X-F: a\r\n  b\r\n\tc\r\n\r\n", want: http.Header{"X-F": {"a b c"}}},
+		{in: "Bad Key: v\r\n\r\n", want: http.Header{"Bad Key": {"v"}}},
+		{in: "NoColon\r\n\r\n", wantErr: true},
+		{in: ": empty\r\n\r\n", wantErr: true},
+		{in: " lead: x\r\n\r\n", wantErr: true},
+		{in: "K: a\x00b\r\n\r\n", wantErr: true},
+		{in: "K\x7f: a\r\n\r\n", wantErr: true},
+	}
+	for _, tt := range tests {
+		for _, hint := range []int{0, 1, 32} {
+			h, _, err := parseHeaderFields(tt.in, hint)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("%q hint %d: err %v", tt.in, hint, err)
+			}
+			if err == nil && !equalHeader(h, tt.want) {
+				t.Fatalf("%q hint %d: got %v want %v", tt.in, hint, h, tt.want)
+			}
+		}
+	}
+}
+
+func equalHeader(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w := b[k]
+		if strings.Join(v, "\x00") != strings.Join(w, "\x00") || len(v) != len(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCommonKeysInterned: a common key in another case folds to the
+// interned constant without allocating.
+func TestCommonKeysInterned(t *testing.T) {
+	allocs := testing.AllocsPerRun(100, func() {
+		if foldKey("content-type") != "Content-Type" {
+			t.Fatal("fold")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("foldKey allocated %v times", allocs)
+	}
+}
+
+// TestHeaderEstimateLearns: the moving average follows the header counts
+// a connection sees.
+func TestHeaderEstimateLearns(t *testing.T) {
+	pc := &h1Conn{t: &Transport{}}
+	for i := 0; i < 30; i++ {
+		pc.learnHeaderCount(24)
+	}
+	if got := (pc.hdrEstimate + 15) / 16; got < 23 || got > 24 {
+		t.Fatalf("estimate after 30x24 headers = %d", got)
+	}
+	for i := 0; i < 30; i++ {
+		pc.learnHeaderCount(4)
+	}
+	if got := (pc.hdrEstimate + 15) / 16; got < 4 || got > 5 {
+		t.Fatalf("estimate after 30x4 headers = %d", got)
+	}
+	_ = io.EOF
+}
