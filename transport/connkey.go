@@ -5,24 +5,30 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/ferryhttp/ferry/internal/proxydial"
 	"golang.org/x/net/idna"
 )
 
 // connKey names the connections a request may use. It is computed once per
 // request.
 //
-// Seams for the protocols to come: proxy is the canonical proxy identity
-// ("" for direct; proxydial.Key's string form when proxies land), and
-// h1Only says the request must not share a multiplexed (HTTP/2 or HTTP/3)
-// connection. Today every key is h1Only: HTTP/2 will register its
+// proxy is the proxy's identity (the zero Key for a direct connection;
+// credentials only as a digest). For an http target sent to an HTTP(S)
+// proxy in absolute form, addr is the proxy's host:port instead of the
+// target's: one connection to the proxy serves every http target, as in
+// net/http. h1Only says the request must not share a multiplexed (HTTP/2
+// or HTTP/3) connection. Today every key is h1Only: HTTP/2 will register its
 // x/net/http2 ClientConns with idlepool.AddShared under the key with h1Only
 // false and find them with GetShared before falling back to Acquire.
 type connKey struct {
 	scheme string // "http" or "https"
 	addr   string // host:port, host lower case and punycode
-	proxy  string
+	proxy  proxydial.Key
 	h1Only bool
 }
+
+// proxied reports whether connections for k go through a proxy.
+func (k connKey) proxied() bool { return k.proxy != (proxydial.Key{}) }
 
 // originAddr returns u's "host:port" with the scheme's default port, the
 // host in lower-case ASCII (punycode for IDNs). It allocates only when the

@@ -22,7 +22,7 @@ import (
 func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *dialState) (*h1Conn, error) {
 	trace := o.trace
 	if trace != nil && trace.GetConn != nil {
-		trace.GetConn(key.addr)
+		trace.GetConn(ds.firstHop(key))
 	}
 	for {
 		pc, idleFor, reused, err := t.pool.Acquire(ctx, key)
@@ -71,7 +71,7 @@ func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*
 	if err != nil {
 		return nil, err
 	}
-	if isTLS && (t.DialTLSContext != nil || t.DialTLS != nil) {
+	if isTLS && !ds.viaProxy() && (t.DialTLSContext != nil || t.DialTLS != nil) {
 		var conn net.Conn
 		if t.DialTLSContext != nil {
 			conn, err = t.DialTLSContext(ctx, "tcp", key.addr)
@@ -109,6 +109,8 @@ func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*
 	var raw net.Conn
 	var guardConn *dialer.Conn
 	switch {
+	case ds.viaProxy():
+		raw, guardConn, err = t.dialProxyHop(ctx, key, ds)
 	case t.DialContext != nil:
 		raw, err = t.DialContext(ctx, "tcp", key.addr)
 	case t.Dial != nil:
@@ -135,6 +137,8 @@ func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*
 		cs := tc.ConnectionState()
 		state = &cs
 		conn = tc
+	} else if ds.viaProxy() {
+		state = proxyTLSState(raw) // an https proxy forwarding http: net/http reports its TLS
 	}
 	pc := newH1Conn(t, key, conn)
 	pc.tlsState = state

@@ -12,9 +12,9 @@ import (
 // net/http does.
 var errRequestCanceled = errors.New("net/http: request canceled")
 
-// ErrProxyNotSupported is returned (wrapped) when Proxy selects a proxy for
-// a request: proxies are not implemented yet.
-var ErrProxyNotSupported = errors.New("ferry/transport: proxies are not supported yet")
+// ErrProxyNotSupported is returned (wrapped) when Proxy returns a URL whose
+// scheme is none of http, https, socks5 and socks5h.
+var ErrProxyNotSupported = errors.New("ferry/transport: unsupported proxy scheme")
 
 // httpTimeoutError is a net.Error whose Timeout() is true and which matches
 // context.DeadlineExceeded under errors.Is, like net/http's timeoutError.

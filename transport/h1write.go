@@ -40,6 +40,8 @@ type outgoing struct {
 	host           string
 	method         string
 	trace          *httptrace.ClientTrace
+	proxyForm      bool   // sent to a forwarding proxy: absolute-form request target
+	proxyAuth      string // Proxy-Authorization the transport adds (forwarding proxy), "" if none
 }
 
 // errBodyLength reports a body whose length differs from ContentLength.
@@ -112,13 +114,23 @@ func writeRequestHead(bw *bufio.Writer, o *outgoing) error {
 		writeField(bw, trace, "Trailer", strings.Join(keys, ","))
 	}
 
-	writeSortedHeader(bw, req.Header, trace, true)
+	hdr := req.Header
+	if _, ok := hdr["Proxy-Authorization"]; ok && o.proxyAuth != "" {
+		// The proxy URL's credentials replace the caller's (net/http
+		// would send both).
+		hdr = hdr.Clone()
+		delete(hdr, "Proxy-Authorization")
+	}
+	writeSortedHeader(bw, hdr, trace, true)
 
 	if o.addGzip {
 		writeField(bw, trace, "Accept-Encoding", "gzip")
 	}
 	if o.addClose {
 		writeField(bw, trace, "Connection", "close")
+	}
+	if o.proxyAuth != "" {
+		writeField(bw, trace, "Proxy-Authorization", o.proxyAuth)
 	}
 	bw.WriteString("\r\n")
 	if trace != nil && trace.WroteHeaders != nil {
@@ -127,13 +139,15 @@ func writeRequestHead(bw *bufio.Writer, o *outgoing) error {
 	return nil
 }
 
-// writeRequestLine writes "METHOD target HTTP/1.1\r\n".
+// writeRequestLine writes "METHOD target HTTP/1.1\r\n"; the target is in
+// absolute form ("http://host/path") for a forwarding proxy.
 func writeRequestLine(bw *bufio.Writer, o *outgoing) error {
 	u := o.req.URL
 	var path, query string
 	hasQuery := false
+	absolute := o.proxyForm && u.Scheme != "" && u.Opaque == ""
 	switch {
-	case o.method == "CONNECT" && u.Path == "":
+	case o.method == "CONNECT" && u.Path == "" && !absolute:
 		path = o.host
 		if u.Opaque != "" {
 			path = u.Opaque
@@ -155,6 +169,11 @@ func writeRequestLine(bw *bufio.Writer, o *outgoing) error {
 	}
 	bw.WriteString(o.method)
 	bw.WriteByte(' ')
+	if absolute {
+		bw.WriteString(u.Scheme)
+		bw.WriteString("://")
+		bw.WriteString(o.host)
+	}
 	bw.WriteString(path)
 	if hasQuery {
 		bw.WriteByte('?')

@@ -23,6 +23,7 @@ const syncBodyLimit = 64 << 10
 type dialState struct {
 	addrs    []netip.Addr
 	resolved bool
+	proxy    *proxyRoute // nil: direct
 }
 
 // RoundTrip implements http.RoundTripper for HTTP/1.1 over TCP and TLS. It
@@ -40,6 +41,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, err
 	}
+	var ds dialState
+	if t.Proxy != nil {
+		if err := t.routeViaProxy(req, &key, &ds); err != nil {
+			closeRequestBody(req)
+			return nil, err
+		}
+	}
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
 	var o outgoing
@@ -47,8 +55,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, err
 	}
+	if err := o.sendVia(ds.proxy, key.scheme); err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
 	opts := socketOptionsFrom(ctx)
-	var ds dialState
 	for {
 		if ctx.Err() != nil {
 			closeOutgoing(&o)
@@ -106,17 +117,9 @@ func closeOutgoing(o *outgoing) {
 	}
 }
 
-// connKeyFor computes the connection key; a proxy is not supported yet.
+// connKeyFor computes the connection key for a direct connection;
+// routeViaProxy then adds the proxy, if any.
 func (t *Transport) connKeyFor(req *http.Request) (connKey, error) {
-	if t.Proxy != nil {
-		u, err := t.Proxy(req)
-		if err != nil {
-			return connKey{}, err
-		}
-		if u != nil {
-			return connKey{}, fmt.Errorf("proxy %s: %w", u.Redacted(), ErrProxyNotSupported)
-		}
-	}
 	if p := t.Protocols; p != nil && !p.HTTP1() && !p.UnencryptedHTTP2() && !p.HTTP2() {
 		return connKey{}, errors.New("ferry/transport: Protocols allows no protocol")
 	} else if p != nil && !p.HTTP1() {

@@ -25,13 +25,19 @@ import (
 // Clone to derive a differently configured one. A Transport is safe for
 // concurrent use.
 type Transport struct {
-	// Proxy returns the proxy for a request; nil, or a nil URL, means no
-	// proxy. Proxies are not implemented yet: a non-nil URL fails the
-	// request with an error wrapping ErrProxyNotSupported.
+	// Proxy returns the proxy for a request, consulted once per request;
+	// nil, or a nil URL, means no proxy. Schemes "http" (also when empty),
+	// "https", "socks5" and "socks5h" are supported as in net/http; any
+	// other fails the request with an error wrapping ErrProxyNotSupported.
+	// User info in the URL authenticates to the proxy (Basic
+	// Proxy-Authorization, or SOCKS5 user/password) and never reaches the
+	// origin or an error string. The proxy is part of the connection's
+	// pool key.
 	Proxy func(*http.Request) (*url.URL, error)
 
-	// OnProxyConnectResponse is called for a proxy's CONNECT response (kept
-	// for compatibility; unused until proxies are implemented).
+	// OnProxyConnectResponse, if set, is called with an http(s) proxy's
+	// response to CONNECT before its status is checked; an error aborts
+	// the connection with that error wrapped.
 	OnProxyConnectResponse func(ctx context.Context, proxyURL *url.URL, connectReq *http.Request, connectRes *http.Response) error
 
 	// DialContext dials unencrypted TCP connections, receiving "host:port"
@@ -102,12 +108,13 @@ type Transport struct {
 	// yet, so only "http/1.1" is negotiated and it is unused.
 	TLSNextProto map[string]func(authority string, c *tls.Conn) http.RoundTripper
 
-	// ProxyConnectHeader is sent with CONNECT requests (unused until
-	// proxies are implemented).
+	// ProxyConnectHeader is sent with every CONNECT request to an http(s)
+	// proxy, unless GetProxyConnectHeader is set. It is not modified.
 	ProxyConnectHeader http.Header
 
-	// GetProxyConnectHeader returns CONNECT headers (unused until proxies
-	// are implemented).
+	// GetProxyConnectHeader, if set, returns the headers for a CONNECT to
+	// target (host:port) through proxyURL, replacing ProxyConnectHeader;
+	// an error fails the request with that error wrapped.
 	GetProxyConnectHeader func(ctx context.Context, proxyURL *url.URL, target string) (http.Header, error)
 
 	// MaxResponseHeaderBytes limits the response head; zero means 10 MiB
@@ -144,6 +151,7 @@ type Transport struct {
 	dialer         *dialer.Dialer
 	sessionCache   tls.ClientSessionCache
 	cancels        cancelRegistry
+	proxies        proxyState
 	headerEstimate atomic.Int32 // moving average of header counts x16, seeds new conns
 }
 
