@@ -59,6 +59,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, err
 	}
+	if resp, err, handled := t.roundTripH3(req, &o, key); handled {
+		return resp, err
+	}
 	opts := socketOptionsFrom(ctx)
 	for {
 		if ctx.Err() != nil {
@@ -81,6 +84,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		pc.startRequest(ctx, req, trace)
 		resp, err := pc.roundTrip(&o)
 		if err == nil {
+			t.noteAltSvc(key, resp)
 			return resp, nil
 		}
 		if !shouldRetry(wasReused, req, err) {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferryhttp/ferry/altsvc"
 	"github.com/ferryhttp/ferry/internal/dialer"
 	"github.com/ferryhttp/ferry/internal/dnscache"
 	"github.com/ferryhttp/ferry/internal/idlepool"
@@ -146,6 +147,20 @@ type Transport struct {
 	// the cache's default TTL; negative disables caching.
 	DNSCacheTTL time.Duration
 
+	// AltSvc is the Alt-Svc cache (RFC 7838) that https responses feed and
+	// that routes requests to HTTP/3. Nil means a private cache created on
+	// first use. A cache may be shared by several Transports, inspected,
+	// and saved and loaded (altsvc.Cache.Save, Load) so a process starts
+	// warm. Not in net/http.
+	AltSvc *altsvc.Cache
+
+	// DisableHTTP3 turns HTTP/3 off: Alt-Svc headers are ignored and every
+	// request goes over TCP, as with net/http. HTTP/3 is also not used when
+	// DisableKeepAlives or a Dial/DialTLS hook is set (those hand every
+	// connection to the caller). Not in net/http.
+	DisableHTTP3 bool
+
+	h3             h3Client // HTTP/3 connections, dials and the Alt-Svc cache in use
 	initOnce       sync.Once
 	pool           *idlepool.Pool[connKey, *h1Conn]
 	dialer         *dialer.Dialer
@@ -246,6 +261,8 @@ func (t *Transport) Clone() *Transport {
 		ReadBufferSize:         t.ReadBufferSize,
 		Resolver:               t.Resolver,
 		DNSCacheTTL:            t.DNSCacheTTL,
+		AltSvc:                 t.AltSvc,
+		DisableHTTP3:           t.DisableHTTP3,
 	}
 	if t.TLSClientConfig != nil {
 		c.TLSClientConfig = t.TLSClientConfig.Clone()
@@ -288,10 +305,14 @@ func (t *Transport) init() {
 }
 
 // CloseIdleConnections closes the connections now idle. It does not
-// interrupt connections in use.
+// interrupt connections in use. HTTP/3 connections without a request in
+// flight are closed too; once none is left in use, the UDP socket they
+// shared is closed and QUIC handshakes still in progress are abandoned, so
+// nothing of HTTP/3 outlives the call.
 func (t *Transport) CloseIdleConnections() {
 	t.init()
 	t.pool.CloseIdle()
+	t.closeIdleH3()
 }
 
 // CancelRequest cancels an in-flight request by aborting its connection.

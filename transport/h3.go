@@ -1,0 +1,148 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/ferryhttp/ferry/altsvc"
+	"github.com/ferryhttp/ferry/internal/h3conn"
+)
+
+// HTTP/3 in the request flow. RoundTrip asks roundTripH3 first; it either
+// answers the request over HTTP/3 or returns handled == false, and the
+// request goes over TCP exactly as it would without HTTP/3.
+//
+// A request goes over HTTP/3 when all of these hold: the Transport allows it
+// (h3Enabled), the URL is https, no proxy is used, it is not CONNECT or an
+// Upgrade request (those need a byte stream), and the Alt-Svc cache has a
+// live, not-broken "h3" alternative for the origin. Then:
+//
+//   - a pooled HTTP/3 connection to that alternative with a free stream is
+//     used at once;
+//   - otherwise the request joins (or starts) the QUIC dial to it. If an
+//     idle TCP connection to the origin is pooled, the request takes it at
+//     once and the dial goes on in the background; if not, the request waits
+//     for the dial until the head start ends (h3conn.DefaultHeadStart after
+//     the dial began), then dials TCP. A dial that fails marks the
+//     alternative broken and wakes its waiters, who use TCP.
+//
+// Retries: a request the HTTP/3 connection did not send at all (GOAWAY, the
+// connection went away before the headers left) goes over TCP unchanged,
+// whatever its method; one the server refused unprocessed
+// (H3_REQUEST_REJECTED) goes over TCP only if it is replayable (its body
+// rewound with GetBody). Any other failure is returned.
+
+// roundTripH3 sends req over HTTP/3 if it should go there. handled is false
+// when the request is to go over TCP; o may then carry a body rewound by
+// GetBody. When handled is true, req.Body has been closed on error.
+func (t *Transport) roundTripH3(req *http.Request, o *outgoing, key connKey) (resp *http.Response, err error, handled bool) {
+	if key.scheme != "https" || key.proxied() || !t.h3Enabled() ||
+		o.method == "CONNECT" || isUpgradeRequest(req.Header) {
+		return nil, nil, false
+	}
+	origin, oerr := altsvc.OriginFromHostPort("https", key.addr)
+	if oerr != nil {
+		return nil, nil, false
+	}
+	h := t.h3init()
+	alt, ok := h.cache.Usable(origin, "h3")
+	if !ok {
+		return nil, nil, false
+	}
+	hk := h3Key{origin: origin, altHost: alt.Host, altPort: alt.Port}
+	c, err := t.h3Conn(req, h, hk, key, alt)
+	if err != nil {
+		closeOutgoing(o)
+		return nil, err, true
+	}
+	if c == nil {
+		return nil, nil, false
+	}
+	return t.sendH3(c, req, o, key)
+}
+
+// h3Conn returns an HTTP/3 connection with a stream reserved for the
+// request, or nil when the request should use TCP. It fails only when the
+// request ended while it waited for the QUIC dial.
+func (t *Transport) h3Conn(req *http.Request, h *h3Client, hk h3Key, key connKey, alt altsvc.Alternative) (*h3conn.Conn, error) {
+	if s, ok := h.pool.GetShared(hk); ok {
+		return s.(*h3conn.Conn), nil
+	}
+	f := t.joinH3Flight(h, hk, alt)
+	if f == nil {
+		return nil, nil
+	}
+	select {
+	case <-f.done:
+	default:
+		if t.pool.IdleLen(key) > 0 {
+			return nil, nil // TCP at hand; QUIC goes on in the background
+		}
+		wait := time.Until(f.deadline)
+		if wait <= 0 {
+			return nil, nil // the head start is spent: QUIC is late or lost
+		}
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		ctx := req.Context()
+		select {
+		case <-f.done:
+		case <-timer.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-req.Cancel:
+			return nil, errRequestCanceled
+		}
+	}
+	if f.err != nil {
+		return nil, nil
+	}
+	if s, ok := h.pool.GetShared(hk); ok {
+		return s.(*h3conn.Conn), nil
+	}
+	return nil, nil
+}
+
+// sendH3 sends req on c (a stream is reserved for it) and applies the
+// retry rules above.
+func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key connKey) (*http.Response, error, bool) {
+	if o.trace != nil && o.trace.GetConn != nil {
+		o.trace.GetConn(key.addr)
+	}
+	r, ex := t.prepareH3(req, o)
+	resp, err := c.RoundTrip(r)
+	if err != nil {
+		if ex != nil {
+			err = ex.err(err)
+			ex.finish()
+		}
+		var re *h3conn.RetryableError
+		if !errors.As(err, &re) {
+			return nil, err, true
+		}
+		if re.Unsent {
+			return nil, nil, false // untouched: TCP takes it as it is
+		}
+		if !isReplayable(req) {
+			return nil, err, true
+		}
+		if o.body != nil {
+			body, gerr := req.GetBody()
+			if gerr != nil {
+				return nil, gerr, true
+			}
+			o.body = body
+		}
+		return nil, nil, false
+	}
+	resp.Request = req
+	if ex != nil {
+		ex.gotHeaders()
+		resp.Body = ex.wrapBody(resp.Body)
+	}
+	t.noteAltSvc(key, resp)
+	return resp, nil, true
+}

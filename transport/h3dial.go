@@ -1,0 +1,247 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ferryhttp/ferry/altsvc"
+	"github.com/ferryhttp/ferry/internal/h3conn"
+	"github.com/ferryhttp/ferry/internal/idlepool"
+)
+
+// HTTP/3 connections: where they come from and where they go.
+//
+// One QUIC dial at a time per (origin, alternative): a "flight". Whoever
+// finds no pooled connection starts one, or joins the one in progress, so
+// 64 requests arriving together make one handshake. A flight runs on its own
+// goroutine with a context of its own (no request's cancellation or trace
+// hooks), bounded by the handshake timeout and by the Dialer's Close. When
+// it ends it marks the alternative working (and pools the connection) or
+// broken (exponential backoff in the cache), then wakes its waiters.
+//
+// The head start is the flight's, not each request's: it ends at a fixed
+// time after the flight started. A request that joins late waits only for
+// what is left of it, so a network that drops UDP costs the head start once,
+// however many requests arrive before the dial gives up, and nothing once
+// the alternative is marked broken.
+//
+// The Dialer owns a UDP socket and quic-go goroutines. It is opened by the
+// first flight and closed by CloseIdleConnections once no HTTP/3 connection
+// is left in use, which also abandons handshakes in progress (without
+// marking anything broken); the next flight opens a new one.
+
+// h3Key names the HTTP/3 connections of one origin to one alternative.
+type h3Key struct {
+	origin  altsvc.Origin
+	altHost string
+	altPort uint16
+}
+
+// h3Client is a Transport's HTTP/3 state, created on first use.
+type h3Client struct {
+	once         sync.Once
+	cache        *altsvc.Cache
+	pool         *idlepool.Pool[h3Key, *h3conn.Conn]
+	sessionCache tls.ClientSessionCache // QUIC tickets, kept apart from TCP's
+
+	// Test hooks, set before the Transport's first request. Zero means
+	// h3conn.DefaultHeadStart and the Transport's handshake timeout.
+	headStart        time.Duration
+	handshakeTimeout time.Duration
+
+	mu      sync.Mutex // guards dialer, flights and conns
+	dialer  *h3Dialer
+	flights map[h3Key]*h3Flight
+	conns   map[*h3conn.Conn]h3Key // every connection made, until closed
+}
+
+// h3Dialer is one h3conn.Dialer and the flights using it.
+type h3Dialer struct {
+	d       *h3conn.Dialer
+	flights sync.WaitGroup
+}
+
+// h3Flight is one QUIC dial that requests may wait for.
+type h3Flight struct {
+	done     chan struct{} // closed when the dial ended and err is set
+	deadline time.Time     // end of the head start
+	err      error
+}
+
+// h3init returns t's HTTP/3 state, creating it once.
+func (t *Transport) h3init() *h3Client {
+	h := &t.h3
+	h.once.Do(func() {
+		h.cache = t.AltSvc
+		if h.cache == nil {
+			h.cache = altsvc.New(altsvc.Options{})
+		}
+		h.pool = idlepool.New[h3Key, *h3conn.Conn](idlepool.Config{
+			IdleTimeout:    t.IdleConnTimeout,
+			MaxConnsPerKey: t.MaxConnsPerHost,
+		})
+		h.sessionCache = tls.NewLRUClientSessionCache(0)
+		h.flights = make(map[h3Key]*h3Flight)
+		h.conns = make(map[*h3conn.Conn]h3Key)
+	})
+	return h
+}
+
+// h3Enabled reports whether t may use HTTP/3 at all: not disabled, and
+// dialing is ferry's own (a custom Dial or DialTLS hook means the caller
+// controls every connection, which a UDP socket of ours would bypass), and
+// keep-alives are on (HTTP/3 connections are shared and kept).
+func (t *Transport) h3Enabled() bool {
+	return !t.DisableHTTP3 && !t.DisableKeepAlives &&
+		t.DialContext == nil && t.Dial == nil && t.DialTLSContext == nil && t.DialTLS == nil
+}
+
+func (h *h3Client) headStartDuration() time.Duration {
+	if h.headStart > 0 {
+		return h.headStart
+	}
+	return h3conn.DefaultHeadStart
+}
+
+// preconnectH3 starts a flight to alt unless o already has a connection to
+// it or one is being dialled.
+func (t *Transport) preconnectH3(h *h3Client, o altsvc.Origin, alt altsvc.Alternative) {
+	key := h3Key{origin: o, altHost: alt.Host, altPort: alt.Port}
+	if h.pool.ConnsLen(key) > 0 {
+		return
+	}
+	t.joinH3Flight(h, key, alt)
+}
+
+// joinH3Flight returns the flight for key, starting one if none is in
+// progress. It returns nil when MaxConnsPerHost forbids another connection.
+func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative) *h3Flight {
+	h.mu.Lock()
+	if f := h.flights[key]; f != nil {
+		h.mu.Unlock()
+		return f
+	}
+	if limit := t.MaxConnsPerHost; limit > 0 && h.pool.ConnsLen(key) >= limit {
+		h.mu.Unlock()
+		return nil
+	}
+	if h.dialer == nil {
+		h.dialer = &h3Dialer{d: h3conn.NewDialer(t.h3DialerConfig(h))}
+	}
+	dl := h.dialer
+	f := &h3Flight{done: make(chan struct{}), deadline: time.Now().Add(h.headStartDuration())}
+	h.flights[key] = f
+	dl.flights.Add(1)
+	h.mu.Unlock()
+	go t.runH3Flight(h, dl, key, alt, f)
+	return f
+}
+
+// h3DialerConfig is the Transport's settings as h3conn sees them.
+func (t *Transport) h3DialerConfig(h *h3Client) h3conn.Config {
+	var tlsCfg *tls.Config
+	if t.TLSClientConfig != nil {
+		tlsCfg = t.TLSClientConfig.Clone()
+	} else {
+		tlsCfg = &tls.Config{}
+	}
+	if tlsCfg.ClientSessionCache == nil {
+		tlsCfg.ClientSessionCache = h.sessionCache
+	}
+	timeout := h.handshakeTimeout
+	if timeout == 0 && t.TLSHandshakeTimeout > 0 {
+		timeout = t.TLSHandshakeTimeout
+	}
+	return h3conn.Config{
+		TLSConfig:              tlsCfg,
+		MaxResponseHeaderBytes: t.maxHeaderBytes(),
+		DisableCompression:     t.DisableCompression,
+		HandshakeTimeout:       timeout,
+		LookupNetIP: func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return t.dialer.Resolve(ctx, host)
+		},
+	}
+}
+
+// runH3Flight dials, records the outcome in the cache and the pool, and
+// wakes the flight's waiters.
+func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc.Alternative, f *h3Flight) {
+	defer dl.flights.Done()
+	addr := net.JoinHostPort(alt.Host, strconv.Itoa(int(alt.Port)))
+	c, err := dl.d.Dial(context.Background(), key.origin.Host(), addr)
+	switch {
+	case err == nil:
+		h.cache.MarkWorking(key.origin, alt)
+		h.mu.Lock()
+		h.pruneConnsLocked()
+		h.conns[c] = key
+		h.mu.Unlock()
+		h.pool.AddShared(key, c)
+	case errors.Is(err, h3conn.ErrDialerClosed):
+		// Abandoned by CloseIdleConnections: says nothing about the network.
+	default:
+		h.cache.MarkBroken(key.origin, alt)
+	}
+	h.mu.Lock()
+	if h.flights[key] == f {
+		delete(h.flights, key)
+	}
+	f.err = err
+	h.mu.Unlock()
+	close(f.done)
+}
+
+// pruneConnsLocked forgets connections that ended on their own (idle
+// expiry, peer close) so the set stays the size of what is alive.
+func (h *h3Client) pruneConnsLocked() {
+	for c, k := range h.conns {
+		if _, idle := c.IdleSince(); !c.Usable() && idle {
+			delete(h.conns, c)
+			h.pool.RemoveShared(k, c)
+		}
+	}
+}
+
+// closeIdleH3 closes the HTTP/3 connections without a request in flight,
+// and, when none is left in use, the Dialer with its UDP socket (abandoning
+// handshakes in progress).
+func (t *Transport) closeIdleH3() {
+	h := &t.h3
+	h.mu.Lock()
+	type entry struct {
+		c   *h3conn.Conn
+		key h3Key
+	}
+	list := make([]entry, 0, len(h.conns))
+	for c, k := range h.conns {
+		list = append(list, entry{c, k})
+	}
+	h.mu.Unlock()
+	var gone []*h3conn.Conn
+	for _, e := range list {
+		closed := e.c.CloseIfIdle()
+		if _, idle := e.c.IdleSince(); closed || !e.c.Usable() && idle {
+			h.pool.RemoveShared(e.key, e.c)
+			gone = append(gone, e.c)
+		}
+	}
+	h.mu.Lock()
+	for _, c := range gone {
+		delete(h.conns, c)
+	}
+	var dl *h3Dialer
+	if len(h.conns) == 0 {
+		dl, h.dialer = h.dialer, nil
+	}
+	h.mu.Unlock()
+	if dl != nil {
+		dl.d.Close()
+		dl.flights.Wait()
+	}
+}

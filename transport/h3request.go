@@ -1,0 +1,195 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"time"
+)
+
+// What the transport adds around one HTTP/3 request that quic-go does not do
+// itself: the legacy Request.Cancel channel, ResponseHeaderTimeout (started
+// once the request is fully written, as for HTTP/1.1) and "Expect:
+// 100-continue" holding the body back for ExpectContinueTimeout. All three
+// work through a context derived from the request's, cancelled with a cause
+// that RoundTrip turns back into net/http's errors. A request that needs
+// none of them is sent as it is, with no extra allocation.
+
+// h3Exchange is the per-request state of those three features.
+type h3Exchange struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	gate   *continueGate
+
+	mu          sync.Mutex // guards headTimer and headersDone
+	headTimer   *time.Timer
+	headersDone bool
+}
+
+// prepareH3 returns the request to hand to the HTTP/3 connection and the
+// exchange state, or req itself and nil when nothing is to be added.
+func (t *Transport) prepareH3(req *http.Request, o *outgoing) (*http.Request, *h3Exchange) {
+	gateBody := o.expectContinue && o.body != nil && t.ExpectContinueTimeout > 0
+	if req.Cancel == nil && t.ResponseHeaderTimeout <= 0 && !gateBody {
+		return req, nil
+	}
+	ex := &h3Exchange{}
+	ex.ctx, ex.cancel = context.WithCancelCause(req.Context())
+	if req.Cancel != nil {
+		go func(cancel <-chan struct{}, done <-chan struct{}) {
+			select {
+			case <-cancel:
+				ex.cancel(errRequestCanceled)
+			case <-done:
+			}
+		}(req.Cancel, ex.ctx.Done())
+	}
+	hooks := &httptrace.ClientTrace{}
+	if d := t.ResponseHeaderTimeout; d > 0 {
+		hooks.WroteRequest = func(httptrace.WroteRequestInfo) { ex.startHeaderTimer(d) }
+	}
+	if gateBody {
+		ex.gate = newContinueGate(o.body, t.ExpectContinueTimeout, o.trace)
+		hooks.Got100Continue = ex.gate.release
+	}
+	ctx := ex.ctx
+	if hooks.WroteRequest != nil || hooks.Got100Continue != nil {
+		ctx = httptrace.WithClientTrace(ctx, hooks)
+	}
+	r := req.WithContext(ctx)
+	if ex.gate != nil {
+		r.Body = ex.gate
+	}
+	return r, ex
+}
+
+func (ex *h3Exchange) startHeaderTimer(d time.Duration) {
+	ex.mu.Lock()
+	if !ex.headersDone && ex.headTimer == nil {
+		ex.headTimer = time.AfterFunc(d, func() { ex.cancel(errHeaderTimeout) })
+	}
+	ex.mu.Unlock()
+}
+
+// gotHeaders stops the header timer and tells the gate that the final
+// answer came: a body still held back is not sent.
+func (ex *h3Exchange) gotHeaders() {
+	ex.mu.Lock()
+	ex.headersDone = true
+	if ex.headTimer != nil {
+		ex.headTimer.Stop()
+	}
+	ex.mu.Unlock()
+	if ex.gate != nil {
+		ex.gate.refuse()
+	}
+}
+
+// finish releases the derived context once the response body is done (or
+// the request failed).
+func (ex *h3Exchange) finish() {
+	ex.gotHeaders()
+	ex.cancel(nil)
+}
+
+// err turns a failure caused by one of the exchange's own cancellations
+// into the error net/http returns for it.
+func (ex *h3Exchange) err(err error) error {
+	cause := context.Cause(ex.ctx)
+	if cause == errRequestCanceled || cause == errHeaderTimeout {
+		return cause
+	}
+	return err
+}
+
+// wrapBody makes the response body release the exchange when it ends.
+func (ex *h3Exchange) wrapBody(rc io.ReadCloser) io.ReadCloser {
+	return &h3ExchangeBody{rc: rc, ex: ex}
+}
+
+type h3ExchangeBody struct {
+	rc   io.ReadCloser
+	ex   *h3Exchange
+	once sync.Once
+}
+
+func (b *h3ExchangeBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil {
+		err = b.ex.err(err)
+		if err == io.EOF {
+			b.done()
+		}
+	}
+	return n, err
+}
+
+func (b *h3ExchangeBody) Close() error {
+	err := b.rc.Close()
+	b.done()
+	return err
+}
+
+func (b *h3ExchangeBody) done() { b.once.Do(b.ex.finish) }
+
+// errContinueRefused ends a held-back request body when the server gave its
+// final answer without asking for it.
+var errContinueRefused = errors.New("ferry/transport: server answered before 100 Continue; request body not sent")
+
+// continueGate holds a request body back until the server sends 100
+// Continue, ExpectContinueTimeout passes, or the final answer arrives (then
+// the body is not sent and its stream half is reset).
+type continueGate struct {
+	rc      io.ReadCloser
+	timeout time.Duration
+	trace   *httptrace.ClientTrace
+	open    chan struct{}
+
+	mu      sync.Mutex // guards decided and refused
+	decided bool
+	refused bool
+	waited  bool // first Read seen; only the sending goroutine touches it
+}
+
+func newContinueGate(rc io.ReadCloser, timeout time.Duration, trace *httptrace.ClientTrace) *continueGate {
+	return &continueGate{rc: rc, timeout: timeout, trace: trace, open: make(chan struct{})}
+}
+
+func (g *continueGate) decide(refuse bool) {
+	g.mu.Lock()
+	if !g.decided {
+		g.decided, g.refused = true, refuse
+		close(g.open)
+	}
+	g.mu.Unlock()
+}
+
+func (g *continueGate) release() { g.decide(false) }
+func (g *continueGate) refuse()  { g.decide(true) }
+
+func (g *continueGate) Read(p []byte) (int, error) {
+	if !g.waited {
+		g.waited = true
+		if g.trace != nil && g.trace.Wait100Continue != nil {
+			g.trace.Wait100Continue()
+		}
+		timer := time.AfterFunc(g.timeout, g.release)
+		<-g.open
+		timer.Stop()
+	}
+	g.mu.Lock()
+	refused := g.refused
+	g.mu.Unlock()
+	if refused {
+		return 0, errContinueRefused
+	}
+	return g.rc.Read(p)
+}
+
+func (g *continueGate) Close() error {
+	g.refuse() // a Read blocked in the gate gives up
+	return g.rc.Close()
+}
