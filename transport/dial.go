@@ -14,26 +14,34 @@ import (
 
 // Getting a connection for a key: the pool first (an idle connection costs
 // no DNS, no dial, no setsockopt), then a dial with the slot the pool
-// reserved. This is the step a shared multiplexed connection plugs into
-// later: for a key that is not h1Only, idlepool.GetShared is asked first
-// and idlepool.ErrSharedAvailable from Acquire means "ask again".
+// reserved. For a key that is not h1Only a shared (HTTP/2) connection with
+// a free stream is asked for first (idlepool.GetShared), and
+// idlepool.ErrSharedAvailable from Acquire means "ask again"; the dial for
+// such a key is coalesced with concurrent ones (dialAny, h2.go).
 
-// getConn returns a connection for key, firing GetConn and GotConn.
-func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *dialState) (*h1Conn, error) {
+// getConn returns a connection for key, firing GetConn and, for an
+// HTTP/1 connection, GotConn: an exclusive *h1Conn, or a shared connection
+// with a stream reserved (whose RoundTrip fires GotConn itself).
+func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *dialState) (*h1Conn, sharedConn, error) {
 	trace := o.trace
 	if trace != nil && trace.GetConn != nil {
 		trace.GetConn(ds.firstHop(key))
 	}
 	for {
+		if !key.h1Only {
+			if s, ok := t.pool.GetShared(key); ok {
+				return nil, s.(sharedConn), nil
+			}
+		}
 		pc, idleFor, reused, err := t.pool.Acquire(ctx, key)
 		if err != nil {
 			if errors.Is(err, idlepool.ErrSharedAvailable) {
 				continue
 			}
 			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
+				return nil, nil, context.Cause(ctx)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		if reused {
 			// A request that could not be retried is not risked on a
@@ -45,20 +53,26 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			if trace != nil && trace.GotConn != nil {
 				trace.GotConn(httptrace.GotConnInfo{Conn: pc.conn, Reused: true, WasIdle: idleFor > 0, IdleTime: idleFor})
 			}
-			return pc, nil
+			return pc, nil, nil
 		}
-		pc, err = t.dialConn(ctx, key, ds)
+		pc, sc, again, err := t.dialAny(ctx, key, ds)
+		if again {
+			continue
+		}
 		if err != nil {
 			t.pool.Release(key)
 			if ctx.Err() != nil {
-				return nil, context.Cause(ctx)
+				return nil, nil, context.Cause(ctx)
 			}
-			return nil, err
+			return nil, nil, err
+		}
+		if sc != nil {
+			return nil, sc, nil
 		}
 		if trace != nil && trace.GotConn != nil {
 			trace.GotConn(httptrace.GotConnInfo{Conn: pc.conn})
 		}
-		return pc, nil
+		return pc, nil, nil
 	}
 }
 
@@ -130,7 +144,7 @@ func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*
 	conn := raw
 	var state *tls.ConnectionState
 	if isTLS {
-		tc, err := dialer.HandshakeTLS(ctx, raw, t.tlsConfigFor(host), t.TLSHandshakeTimeout)
+		tc, err := dialer.HandshakeTLS(ctx, raw, t.tlsConfigForKey(host, key), t.TLSHandshakeTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -174,8 +188,9 @@ func trimBrackets(h string) string {
 }
 
 // tlsConfigFor clones TLSClientConfig for one connection: ServerName
-// defaults to host, ALPN offers only "http/1.1" (HTTP/2 is a later step),
-// and the Transport's session cache is used when the config has none.
+// defaults to host, ALPN offers only "http/1.1" (tlsConfigForKey sets the
+// list a key negotiates), and the Transport's session cache is used when
+// the config has none.
 func (t *Transport) tlsConfigFor(host string) *tls.Config {
 	var cfg *tls.Config
 	if t.TLSClientConfig != nil {

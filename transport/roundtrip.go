@@ -26,7 +26,8 @@ type dialState struct {
 	proxy    *proxyRoute // nil: direct
 }
 
-// RoundTrip implements http.RoundTripper for HTTP/1.1 over TCP and TLS. It
+// RoundTrip implements http.RoundTripper for HTTP/1.1 and HTTP/2 over TCP
+// and TLS (HTTP/3 when an origin advertises it). It
 // validates req as net/http does, never modifies it, always closes
 // req.Body, and retries a request that failed on a reused connection under
 // net/http's rules (see retry.go).
@@ -63,15 +64,23 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	opts := socketOptionsFrom(ctx)
+	sharedRetries := 0
 	for {
 		if ctx.Err() != nil {
 			closeOutgoing(&o)
 			return nil, context.Cause(ctx)
 		}
-		pc, err := t.getConn(ctx, &o, key, &ds)
+		pc, sc, err := t.getConn(ctx, &o, key, &ds)
 		if err != nil {
 			closeOutgoing(&o)
 			return nil, err
+		}
+		if sc != nil {
+			resp, err := t.roundTripShared(ctx, req, &o, key, sc, &sharedRetries)
+			if err == errRetryShared {
+				continue
+			}
+			return resp, err
 		}
 		if len(opts) > 0 {
 			if err := pc.applySocketOptions(opts); err != nil {
@@ -126,14 +135,12 @@ func closeOutgoing(o *outgoing) {
 func (t *Transport) connKeyFor(req *http.Request) (connKey, error) {
 	if p := t.Protocols; p != nil && !p.HTTP1() && !p.UnencryptedHTTP2() && !p.HTTP2() {
 		return connKey{}, errors.New("ferry/transport: Protocols allows no protocol")
-	} else if p != nil && !p.HTTP1() {
-		return connKey{}, errors.New("ferry/transport: only HTTP/1 is implemented; Protocols excludes it")
 	}
 	addr, err := originAddr(req.URL)
 	if err != nil {
 		return connKey{}, err
 	}
-	return connKey{scheme: req.URL.Scheme, addr: addr, h1Only: true}, nil
+	return connKey{scheme: req.URL.Scheme, addr: addr, h1Only: !t.h2.protos.sharedKey(req.URL.Scheme, req)}, nil
 }
 
 // plan fills o with the request's framing and the transport-added headers.

@@ -61,7 +61,9 @@ type Transport struct {
 	DialTLS func(network, addr string) (net.Conn, error)
 
 	// TLSClientConfig is cloned for every TLS connection, with ServerName
-	// defaulted to the host and NextProtos set to "http/1.1". Nil means the
+	// defaulted to the host and NextProtos adjusted to the protocols in use
+	// as net/http does (see Protocols). Setting it turns automatic HTTP/2
+	// off unless ForceAttemptHTTP2 is set, as in net/http. Nil means the
 	// default configuration. When it has no ClientSessionCache, ferry uses
 	// one LRU session cache per Transport so reconnects resume sessions
 	// (net/http uses none).
@@ -105,8 +107,12 @@ type Transport struct {
 	// anyway; zero sends the body at once.
 	ExpectContinueTimeout time.Duration
 
-	// TLSNextProto is kept for compatibility; HTTP/2 is not implemented
-	// yet, so only "http/1.1" is negotiated and it is unused.
+	// TLSNextProto, as in net/http: a non-nil map without an "h2" entry
+	// (an empty map, say) turns HTTP/2 off; a caller's function for the
+	// protocol a TLS handshake negotiated is handed the connection and
+	// its RoundTripper serves every request of that origin. Entries that
+	// net/http itself installed (From of a used http.Transport) mean
+	// ferry's own HTTP/2. Nil means HTTP/2 by ferry when allowed.
 	TLSNextProto map[string]func(authority string, c *tls.Conn) http.RoundTripper
 
 	// ProxyConnectHeader is sent with every CONNECT request to an http(s)
@@ -128,15 +134,23 @@ type Transport struct {
 	// ReadBufferSize is the per-connection read buffer; zero means 4 KiB.
 	ReadBufferSize int
 
-	// ForceAttemptHTTP2 is kept for compatibility; HTTP/2 is not
-	// implemented yet.
+	// ForceAttemptHTTP2 keeps HTTP/2 on although TLSClientConfig, Dial,
+	// DialContext, DialTLS or DialTLSContext is set (each of which turns
+	// it off otherwise, as in net/http).
 	ForceAttemptHTTP2 bool
 
-	// HTTP2 is kept for compatibility; HTTP/2 is not implemented yet.
+	// HTTP2 configures HTTP/2 connections as in net/http
+	// (StrictMaxConcurrentRequests, header table and frame sizes, receive
+	// buffers, ping health checks, WriteByteTimeout, CountError). Nil means
+	// the defaults: a request that finds every connection to its origin at
+	// the server's stream limit opens another connection.
 	HTTP2 *http.HTTP2Config
 
-	// Protocols is kept for compatibility; only HTTP/1 is spoken for now
-	// (a set without HTTP1 fails requests).
+	// Protocols is the exact set of protocols to use, as in net/http; nil
+	// means HTTP/1 plus HTTP/2 when allowed (see ForceAttemptHTTP2,
+	// TLSNextProto). UnencryptedHTTP2 without HTTP1 sends http:// requests
+	// as HTTP/2 with prior knowledge (h2c). A set with no protocol fails
+	// requests.
 	Protocols *http.Protocols
 
 	// Resolver resolves host names when ferry dials itself (DialContext
@@ -161,6 +175,7 @@ type Transport struct {
 	DisableHTTP3 bool
 
 	h3             h3Client // HTTP/3 connections, dials and the Alt-Svc cache in use
+	h2             h2State  // protocol selection, HTTP/2 settings, dial coalescing
 	initOnce       sync.Once
 	pool           *idlepool.Pool[connKey, *h1Conn]
 	dialer         *dialer.Dialer
@@ -292,7 +307,9 @@ func (t *Transport) init() {
 			MaxIdle:        t.MaxIdleConns,
 			IdleTimeout:    t.IdleConnTimeout,
 			MaxConnsPerKey: t.MaxConnsPerHost,
+			Clock:          t.h2.clock,
 		})
+		t.initH2()
 		t.dialer = &dialer.Dialer{
 			DNS:       dnscache.New(dnscache.Config{Resolver: t.Resolver, TTL: t.DNSCacheTTL}),
 			Timeout:   30 * time.Second,
@@ -312,6 +329,7 @@ func (t *Transport) init() {
 func (t *Transport) CloseIdleConnections() {
 	t.init()
 	t.pool.CloseIdle()
+	t.closeIdleShared()
 	t.closeIdleH3()
 }
 

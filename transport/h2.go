@@ -1,0 +1,262 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/h2conn"
+	"github.com/ferryhttp/ferry/internal/idlepool"
+)
+
+// HTTP/2 in the transport. A key that may share a connection (protocols.go,
+// connKey.h1Only false) asks the pool for a shared connection with a free
+// stream first; on a miss the dial is coalesced with concurrent ones for the
+// same key (h2flight.go) and, when TLS negotiated "h2" (or the key is h2c),
+// the connection becomes an h2conn.Conn registered with pool.AddShared.
+// Requests the server provably did not process are retried on another
+// connection (roundTripShared). x/net is used only through internal/h2conn.
+
+// sharedConn is a pooled connection that serves many requests at once: an
+// *h2conn.Conn, or an altConn around a caller's TLSNextProto RoundTripper.
+type sharedConn interface {
+	idlepool.SharedConn
+	// RoundTrip sends a request in a stream reserved by ReserveStream.
+	RoundTrip(*http.Request) (*http.Response, error)
+	// ReleaseStream gives back a reserved stream that will not be used.
+	ReleaseStream()
+}
+
+var _ sharedConn = (*h2conn.Conn)(nil)
+
+// h2State is the Transport's HTTP/2 state, built by init.
+type h2State struct {
+	protos  protoSet
+	cfg     h2conn.Config
+	flights flightTable
+	live    sharedRegistry
+	// clock, when set before first use (tests only), is the pool's and
+	// every HTTP/2 connection's clock. Nil means time.Now.
+	clock func() time.Time
+	// backoffUnit scales the waits between retries (tests only); zero
+	// means one second.
+	backoffUnit time.Duration
+}
+
+// maxSharedRetries caps the transparent retries of one request whose
+// attempts the server did not process (GOAWAY, REFUSED_STREAM, a connection
+// that became unusable before the request went out); x/net's own cap.
+const maxSharedRetries = 6
+
+// errRetryShared tells RoundTrip's loop to get another connection.
+var errRetryShared = errors.New("ferry/transport: retry on another connection")
+
+// initH2 computes the protocol set and the HTTP/2 connection settings.
+func (t *Transport) initH2() {
+	t.h2.protos = computeProtocols(t)
+	t.h2.cfg = h2conn.Config{
+		HTTP2:                  t.HTTP2,
+		MaxResponseHeaderBytes: t.MaxResponseHeaderBytes,
+		DisableCompression:     t.DisableCompression,
+		DisableKeepAlives:      t.DisableKeepAlives,
+		ExpectContinueTimeout:  t.ExpectContinueTimeout,
+		ResponseHeaderTimeout:  t.ResponseHeaderTimeout,
+		// With MaxConnsPerHost a request that finds every connection full
+		// waits for a stream: the pool wakes connection waiters on a put
+		// or a released slot, never on a freed stream.
+		StrictMaxConcurrentStreams: t.MaxConnsPerHost > 0,
+		Clock:                      t.h2.clock,
+	}
+}
+
+// dialAny dials for key with the pool slot the caller holds. It returns an
+// HTTP/1 connection holding the slot, or a shared connection (the slot
+// moved to it, one stream reserved for the caller), or again = true when
+// the caller should look in the pool once more (the slot was released: a
+// concurrent dial produced a shared connection). On error the caller
+// releases the slot.
+func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h1Conn, sharedConn, bool, error) {
+	if key.h1Only {
+		pc, err := t.dialConn(ctx, key, ds)
+		return pc, nil, false, err
+	}
+	var f *dialFlight
+	leader := false
+	if !t.DisableKeepAlives {
+		f, leader = t.h2.flights.join(key)
+	}
+	if f != nil && !leader {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, nil, false, context.Cause(ctx)
+		}
+		if f.shared {
+			t.pool.Release(key)
+			return nil, nil, true, nil
+		}
+		f = nil // it spoke HTTP/1 or failed: dial our own, as net/http does
+	}
+	outcome := dialFailed
+	defer func() {
+		if leader {
+			t.h2.flights.finish(key, f, outcome)
+		} else if outcome != dialFailed {
+			t.h2.flights.record(key, outcome)
+		}
+	}()
+	pc, err := t.dialConn(ctx, key, ds)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	sc, err := t.sharedFromDial(key, pc)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if sc == nil {
+		outcome = dialSpokeH1
+		return pc, nil, false, nil
+	}
+	// Take our stream before anyone else can see the connection.
+	if !sc.ReserveStream() {
+		sc.Close()
+		return nil, nil, false, errors.New("ferry/transport: new HTTP/2 connection refused its first stream")
+	}
+	t.h2.live.add(sc, key)
+	t.pool.AddShared(key, sc)
+	outcome = dialShared
+	return nil, sc, false, nil
+}
+
+// sharedFromDial turns a connection just dialled for a shared key into a
+// shared connection when it speaks HTTP/2 (or the caller's TLSNextProto
+// claims its protocol); nil, nil means it stays HTTP/1. On error the
+// connection is closed.
+func (t *Transport) sharedFromDial(key connKey, pc *h1Conn) (sharedConn, error) {
+	ps := &t.h2.protos
+	proto := ""
+	if pc.tlsState != nil {
+		proto = pc.tlsState.NegotiatedProtocol
+	}
+	if fn := ps.nextProto[proto]; proto != "" && fn != nil {
+		if tc, ok := pc.conn.(*tls.Conn); ok {
+			rt := fn(key.addr, tc)
+			if e, ok := rt.(interface{ RoundTripErr() error }); ok {
+				return nil, e.RoundTripErr() // the function closed the connection
+			}
+			if rt == nil {
+				tc.Close()
+				return nil, errors.New("ferry/transport: TLSNextProto[" + proto + "] returned a nil RoundTripper")
+			}
+			return newAltConn(rt), nil
+		}
+	}
+	switch {
+	case proto == "h2":
+	case pc.tlsState == nil && key.scheme == "http" && ps.h2c:
+	default:
+		return nil, nil
+	}
+	c, err := h2conn.NewClientConn(pc.conn, t.h2.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// roundTripShared sends req on sc (a stream is reserved). It returns the
+// response, a final error (req's body closed), or errRetryShared when the
+// server did not process the request and it may go out again (o.body then
+// holds the body to send).
+func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *outgoing, key connKey, sc sharedConn, retries *int) (*http.Response, error) {
+	sreq := req
+	var rb *replayBody
+	if o.body != nil {
+		// x/net closes the body on every error; the wrapper keeps an unread
+		// body open until we know whether it is sent again.
+		rb = &replayBody{body: o.body}
+		r2 := *req
+		r2.Body = rb
+		r2.GetBody = nil
+		sreq = &r2
+	}
+	resp, err := sc.RoundTrip(sreq)
+	if err == nil {
+		rb.settle()
+		resp.Request = req
+		return resp, nil
+	}
+	if !sc.Usable() {
+		t.pool.RemoveShared(key, sc)
+	}
+	var np *h2conn.NotProcessedError
+	if errors.As(err, &np) && *retries < maxSharedRetries && ctx.Err() == nil {
+		keep := np.BodyUnread && req.GetBody == nil
+		if o.body == nil || req.GetBody != nil || keep {
+			*retries++
+			if keep {
+				rb.detach()
+			} else if rb != nil {
+				rb.closeBody()
+				body, gerr := req.GetBody()
+				if gerr != nil {
+					return nil, gerr
+				}
+				o.body = body
+			}
+			if err := retryBackoff(ctx, *retries, t.h2.backoffUnit); err != nil {
+				closeOutgoing(o)
+				return nil, err
+			}
+			return nil, errRetryShared
+		}
+	}
+	rb.closeBody()
+	return nil, err
+}
+
+// retryBackoff waits before the n-th retry: nothing before the first, then
+// 1, 2, 4... units (a second each unless unit is set), as x/net does, so a
+// server refusing streams is not hammered.
+func retryBackoff(ctx context.Context, n int, unit time.Duration) error {
+	if n <= 1 {
+		return nil
+	}
+	if unit <= 0 {
+		unit = time.Second
+	}
+	tm := time.NewTimer(unit << (n - 2))
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// closeIdleShared closes the shared connections with no stream in use and
+// forgets those that are no longer usable (CloseIdleConnections).
+func (t *Transport) closeIdleShared() {
+	for _, e := range t.h2.live.snapshot() {
+		switch c := e.c.(type) {
+		case idlepool.IdleCloser:
+			if c.CloseIfIdle() {
+				t.pool.RemoveShared(e.key, e.c)
+				t.h2.live.remove(e.c)
+				continue
+			}
+		case *altConn:
+			c.closeIdle()
+			t.pool.RemoveShared(e.key, e.c)
+			t.h2.live.remove(e.c)
+			continue
+		}
+		if !e.c.Usable() {
+			t.pool.RemoveShared(e.key, e.c)
+			t.h2.live.remove(e.c)
+		}
+	}
+}
