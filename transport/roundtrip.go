@@ -80,6 +80,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if err == errRetryShared {
 				continue
 			}
+			if err == nil {
+				t.noteAltSvc(key, resp)
+			}
 			return resp, err
 		}
 		if len(opts) > 0 {
