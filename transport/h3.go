@@ -84,6 +84,7 @@ func (t *Transport) h3Conn(req *http.Request, h *h3Client, hk h3Key, key connKey
 		if wait <= 0 {
 			return nil, nil // the head start is spent: QUIC is late or lost
 		}
+		h.waits.Add(1)
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
 		ctx := req.Context()

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferryhttp/ferry/altsvc"
@@ -54,6 +55,10 @@ type h3Client struct {
 	// h3conn.DefaultHeadStart and the Transport's handshake timeout.
 	headStart        time.Duration
 	handshakeTimeout time.Duration
+
+	// waits counts requests that waited for a QUIC dial (paid part of a
+	// head start); tests read it.
+	waits atomic.Int64
 
 	mu      sync.Mutex // guards dialer, flights and conns
 	dialer  *h3Dialer
