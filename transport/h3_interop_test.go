@@ -1,0 +1,138 @@
+package transport
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestH3InteropCaddy talks to an independent HTTP/3 implementation: Caddy
+// (Debian's /usr/bin/caddy), serving https with a certificate from files on
+// a loopback port and advertising HTTP/3 with its own Alt-Svc header. The
+// first request goes over TCP and learns the alternative; later ones go
+// over HTTP/3.0. Skipped when caddy is not installed, failed in CI
+// (CI=true).
+func TestH3InteropCaddy(t *testing.T) {
+	bin, err := exec.LookPath("caddy")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("caddy is not installed; CI must run the HTTP/3 interop test (apt-get install caddy)")
+		}
+		t.Skip("caddy not installed: HTTP/3 interop with an independent server not tested")
+	}
+	u := startCaddy(t, bin)
+	tr := newH3Transport(t, nil)
+
+	resp, body := fetch(t, tr, "GET", u, nil)
+	if !isTCPProto(resp.Proto) || !strings.Contains(resp.Header.Get("Alt-Svc"), "h3=") {
+		t.Fatalf("first request: proto %s, Alt-Svc %q; want TCP advertising h3", resp.Proto, resp.Header.Get("Alt-Svc"))
+	}
+	if body != "caddy says "+resp.Proto {
+		t.Fatalf("first body %q", body)
+	}
+	eventually(t, "HTTP/3 to caddy", func() bool { return h3Ready(t, tr, u) })
+	for i := 0; i < 3; i++ {
+		resp, body := fetch(t, tr, "GET", u, nil)
+		if resp.Proto != "HTTP/3.0" || body != "caddy says HTTP/3.0" {
+			t.Fatalf("request %d: proto %s body %q; want HTTP/3.0 both sides", i+2, resp.Proto, body)
+		}
+	}
+	resp, body = fetch(t, tr, "POST", u+"/echo", strings.NewReader("ping"))
+	if resp.Proto != "HTTP/3.0" || body != "caddy says HTTP/3.0" {
+		t.Fatalf("POST: proto %s body %q", resp.Proto, body)
+	}
+}
+
+// startCaddy runs caddy with a generated Caddyfile in a temporary directory
+// (admin API off, no automatic HTTPS, no ACME) and returns its https URL.
+func startCaddy(t *testing.T, bin string) string {
+	dir := t.TempDir()
+	certFile, keyFile, err := h3Cert(t).WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freeTCPAndUDPPort(t)
+	caddyfile := fmt.Sprintf(`{
+	admin off
+	auto_https off
+	default_sni 127.0.0.1
+	storage file_system %q
+	servers {
+		protocols h1 h2 h3
+	}
+}
+
+https://127.0.0.1:%d {
+	bind 127.0.0.1
+	tls %q %q
+	respond "caddy says {http.request.proto}" 200
+}
+`, filepath.Join(dir, "data"), port, certFile, keyFile)
+	cfg := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(caddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--config", cfg, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("caddy output:\n%s", logs.String())
+		}
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("caddy exited: %v\n%s", err, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("caddy did not listen on %s: %v\n%s", addr, err, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "https://" + addr
+}
+
+// freeTCPAndUDPPort returns a loopback port free for both TCP and UDP at
+// the time of the call.
+func freeTCPAndUDPPort(t *testing.T) int {
+	for i := 0; i < 20; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		ln.Close()
+		if err == nil {
+			pc.Close()
+			return port
+		}
+	}
+	t.Fatal("no port free for both TCP and UDP")
+	return 0
+}
