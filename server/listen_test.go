@@ -102,7 +102,6 @@ func TestUDPPortTakenRetries(t *testing.T) {
 	}
 }
 
-
 func TestExplicitPortUDPTaken(t *testing.T) {
 	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {

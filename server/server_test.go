@@ -247,6 +247,10 @@ func TestServeBeforeListen(t *testing.T) {
 
 func TestListenTwice(t *testing.T) {
 	st := startTLS(t, &http.Server{Handler: echoProto}, nil)
+	// A served request proves the first Serve is running.
+	if resp, _ := get(t, newClient(t, h1), st.url("/")); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
 	if err := st.srv.ListenTLS("", ""); !errors.Is(err, ErrAlreadyStarted) {
 		t.Fatalf("second ListenTLS: %v, want ErrAlreadyStarted", err)
 	}
