@@ -21,9 +21,10 @@ import (
 //
 //   - a pooled HTTP/3 connection to that alternative with a free stream is
 //     used at once;
-//   - otherwise the request joins (or starts) the QUIC dial to it. If an
-//     idle TCP connection to the origin is pooled, the request takes it at
-//     once and the dial goes on in the background; if not, the request waits
+//   - otherwise the request joins (or starts) the QUIC dial to it. If a TCP
+//     connection to the origin is at hand (an idle HTTP/1.1 one or an HTTP/2
+//     one with a free stream), the request takes it at once and the dial
+//     goes on in the background; if not, the request waits
 //     for the dial until the head start ends (h3conn.DefaultHeadStart after
 //     the dial began), then dials TCP. A dial that fails marks the
 //     alternative broken and wakes its waiters, who use TCP.
@@ -77,8 +78,8 @@ func (t *Transport) h3Conn(req *http.Request, h *h3Client, hk h3Key, key connKey
 	select {
 	case <-f.done:
 	default:
-		if t.pool.IdleLen(key) > 0 {
-			return nil, nil // TCP at hand; QUIC goes on in the background
+		if t.tcpAtHand(key) {
+			return nil, nil // QUIC goes on in the background
 		}
 		wait := time.Until(f.deadline)
 		if wait <= 0 {
@@ -105,6 +106,24 @@ func (t *Transport) h3Conn(req *http.Request, h *h3Client, hk h3Key, key connKey
 		return s.(*h3conn.Conn), nil
 	}
 	return nil, nil
+}
+
+// tcpAtHand reports whether key has a pooled TCP connection a request can
+// take at once: an idle HTTP/1.1 one, or an HTTP/2 one with a free stream
+// (probed by reserving a stream and giving it back). Another request may
+// take it first; then this one dials, as it would have without HTTP/3.
+func (t *Transport) tcpAtHand(key connKey) bool {
+	if t.pool.IdleLen(key) > 0 {
+		return true
+	}
+	s, ok := t.pool.GetShared(key)
+	if !ok {
+		return false
+	}
+	if r, ok := s.(interface{ ReleaseStream() }); ok {
+		r.ReleaseStream()
+	}
+	return true
 }
 
 // sendH3 sends req on c (a stream is reserved for it) and applies the

@@ -102,8 +102,12 @@ func startWrapped(t testing.TB, h http.Handler) string {
 }
 
 // startTLS serves h over HTTP/1.1 with TLS on 127.0.0.1.
-func startTLS(t testing.TB, h http.Handler) string {
+func startTLS(t testing.TB, h http.Handler) string { return startTLSProto(t, h, false) }
+
+// startTLSProto serves h with TLS on 127.0.0.1, over HTTP/2 too if h2.
+func startTLSProto(t testing.TB, h http.Handler, h2 bool) string {
 	s := httptest.NewUnstartedServer(h)
+	s.EnableHTTP2 = h2
 	s.TLS = h3Cert(t).ServerConfig()
 	s.Config.ErrorLog = nilLogger()
 	s.StartTLS()

@@ -75,24 +75,34 @@ func TestH3WrongCertificate(t *testing.T) {
 // one does not wait; once the dial gives up the alternative is broken.
 // Latency is only checked loosely here (BenchmarkH3Fallback measures it).
 func TestH3UDPBlackhole(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tcp_http1", true: "tcp_http2"}[h2], func(t *testing.T) { testBlackhole(t, h2) })
+	}
+}
+
+func testBlackhole(t *testing.T, h2 bool) {
 	port := blackholeUDP(t)
 	h := &protoHandler{}
 	h.setAltSvc(altValue("", port))
-	u := startTLS(t, h)
-	tr := newH3Transport(t, func(tr *Transport) { tr.h3.handshakeTimeout = 500 * time.Millisecond })
+	u := startTLSProto(t, h, h2)
+	tr := newH3Transport(t, func(tr *Transport) {
+		tr.h3.handshakeTimeout = 500 * time.Millisecond
+		tr.ForceAttemptHTTP2 = h2
+	})
+	wantProto := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[h2]
 	advertise(t, tr.altSvcCache(), u, altValue("", port))
 
 	start := time.Now()
 	resp, _ := fetch(t, tr, "GET", u, nil)
-	if d := time.Since(start); !isTCPProto(resp.Proto) || d > 5*time.Second {
-		t.Fatalf("first request: proto %s after %v; want TCP within 5s", resp.Proto, d)
+	if d := time.Since(start); resp.Proto != wantProto || d > 5*time.Second {
+		t.Fatalf("first request: proto %s after %v; want %s within 5s", resp.Proto, d, wantProto)
 	}
 	if n := tr.h3.waits.Load(); n != 1 {
 		t.Fatalf("%d waits for QUIC after the first request, want 1", n)
 	}
 	for i := 0; i < 3; i++ {
-		if resp, _ := fetch(t, tr, "GET", u, nil); !isTCPProto(resp.Proto) {
-			t.Fatalf("request %d: proto %s, want TCP", i+2, resp.Proto)
+		if resp, _ := fetch(t, tr, "GET", u, nil); resp.Proto != wantProto {
+			t.Fatalf("request %d: proto %s, want %s", i+2, resp.Proto, wantProto)
 		}
 	}
 	if n := tr.h3.waits.Load(); n != 1 {
