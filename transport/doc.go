@@ -32,7 +32,79 @@
 // used when TLSClientConfig has none. Setting DialContext hands dialing and
 // name resolution to the caller exactly as in net/http.
 //
+// # HTTP/3
+//
+// HTTP/3 is used for an https origin once it advertised it with an Alt-Svc
+// header (RFC 7838) on any response (HTTP/1.1, HTTP/2 or HTTP/3). Transport
+// does not guess: an origin that never said so is only reached over TCP.
+//
+//   - Discovery: every https response's Alt-Svc header updates the
+//     Transport's cache (the AltSvc field, or a private one); `clear`
+//     removes the origin's alternatives, `ma` (24 h by default, shortened by
+//     Age) bounds how long they are used. Cleartext responses are ignored.
+//     When a header leaves the origin with a usable "h3" alternative and no
+//     HTTP/3 connection to it exists, the QUIC handshake starts at once in
+//     the background, so the next request usually goes over HTTP/3 with no
+//     wait.
+//   - Routing: a request whose origin has a live, not-broken "h3"
+//     alternative uses a pooled HTTP/3 connection to it (one per origin and
+//     alternative, shared by concurrent requests). The connection goes to
+//     the alternative's host and port; TLS verifies the certificate for the
+//     origin's host (SNI is the origin's host) with TLSClientConfig's roots,
+//     and the request's authority stays the origin. A certificate that does
+//     not verify fails the alternative, never the request.
+//   - Racing: with no HTTP/3 connection ready, the request joins the QUIC
+//     dial for that alternative (one dial at a time, whatever the number of
+//     requests). If a TCP connection is at hand (an idle HTTP/1.1 one, or an
+//     HTTP/2 one with a free stream) it is used at once and the dial goes on
+//     in the background; otherwise the request waits for QUIC until a head
+//     start of 275 ms after the dial began, then dials TCP. The head start
+//     belongs to the dial, not to each request, so a network that drops UDP
+//     costs it once.
+//   - Backoff: a dial that fails (timeout, refused, bad certificate) marks
+//     the alternative broken in the cache: it is not tried for 5 minutes,
+//     doubling with each further failure up to 48 hours; a successful dial
+//     resets that. Requests meanwhile go over TCP and pay nothing.
+//   - Retries: a request the HTTP/3 connection did not send at all (GOAWAY,
+//     connection lost before its headers left) goes over TCP unchanged,
+//     whatever its method; one refused unprocessed (H3_REQUEST_REJECTED) is
+//     resent over TCP only when replayable, as net/http's retry rules say.
+//   - Per request: bodies, trailers, gzip (DisableCompression),
+//     MaxResponseHeaderBytes, ResponseHeaderTimeout, ExpectContinueTimeout,
+//     Request.Cancel and context cancellation behave as over TCP; resp.Proto
+//     is "HTTP/3.0". The httptrace hooks GetConn, GotConn and the request
+//     hooks fire; the QUIC dial, shared by many requests, runs without any
+//     request's trace, so DNS, connect and TLS hooks do not fire for it.
+//   - Not used when DisableHTTP3, DisableKeepAlives or a Dial/DialTLS hook
+//     is set, through a proxy, or for CONNECT and Upgrade requests.
+//   - Resources: the QUIC connections share one UDP socket, opened by the
+//     first dial. CloseIdleConnections closes idle HTTP/3 connections and,
+//     once none is in use, the socket too (abandoning dials in progress), so
+//     a program or test that calls it leaves no goroutine behind.
+//
+// # Network changes
+//
+// When the machine's addresses change, cached alternatives may no longer be
+// reachable and broken marks no longer mean anything: call
+// Transport.NetworkChanged. Go has no portable notification; on Linux a
+// program can subscribe to address changes with a netlink socket from
+// golang.org/x/sys/unix and call NetworkChanged on each message:
+//
+//	fd, _ := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE)
+//	unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK,
+//		Groups: unix.RTMGRP_IPV4_IFADDR | unix.RTMGRP_IPV6_IFADDR})
+//	buf := make([]byte, 4096)
+//	for {
+//		if _, _, err := unix.Recvfrom(fd, buf, 0); err != nil {
+//			break
+//		}
+//		tr.NetworkChanged()
+//	}
+//
+// Anywhere else, polling net.InterfaceAddrs every few seconds and calling
+// NetworkChanged when the set differs does the same job.
+//
 // Not yet implemented (later issues): HTTP/2 (every https connection
 // negotiates ALPN "http/1.1" only), proxies (a non-nil proxy URL returns
-// ErrProxyNotSupported) and HTTP/3.
+// ErrProxyNotSupported).
 package transport
