@@ -104,7 +104,48 @@
 // Anywhere else, polling net.InterfaceAddrs every few seconds and calling
 // NetworkChanged when the set differs does the same job.
 //
+// # Proxies
+//
+// Proxy is consulted once per request (New uses http.ProxyFromEnvironment
+// itself: HTTP_PROXY, HTTPS_PROXY, NO_PROXY, read once per process, never
+// for localhost or loopback targets). Supported schemes are http (also an
+// empty scheme), https, socks5 and socks5h; any other fails the request
+// with ErrProxyNotSupported before anything is dialled.
+//
+//   - http target through an http or https proxy: the request is sent to
+//     the proxy in absolute form ("GET http://host/path"), with
+//     Proxy-Authorization (Basic) from the proxy URL's user info. One
+//     connection to the proxy serves every http target.
+//   - https target through an http or https proxy: a CONNECT tunnel (with
+//     ProxyConnectHeader or GetProxyConnectHeader, and Proxy-Authorization
+//     from the URL; OnProxyConnectResponse sees the reply), bounded by one
+//     minute like net/http's, then TLS to the target inside the tunnel,
+//     negotiating HTTP/2 there when allowed. An https proxy means TLS to
+//     the proxy first (verified for the proxy host, HTTP/1.1 only).
+//   - any target through socks5/socks5h: a SOCKS5 tunnel (user/password
+//     from the URL); the proxy resolves the target name for both schemes,
+//     as in net/http.
+//
+// The proxy (scheme, host, port and credentials, the latter only as a
+// digest) is part of the pool key. The proxy connection is dialled like a
+// direct one: ferry's dialer with its DNS cache (for the proxy host; the
+// target is resolved by the proxy), or DialContext/Dial, or, for an https
+// proxy, DialTLSContext/DialTLS. httptrace's GetConn reports the proxy's
+// host:port and the connect hooks fire for it. Proxy credentials never
+// reach the origin and never appear in an error text. Errors: a
+// *net.OpError with Op "proxyconnect" when the proxy cannot be reached, a
+// *ProxyStatusError when it refuses CONNECT (its text contains the status
+// text net/http reports), and wrapped errors naming the proxy for a
+// malformed or truncated CONNECT reply or a SOCKS failure. HTTP/3 is never
+// used through a proxy.
+//
+// Where proxying differs from net/http: credentials in the proxy URL
+// replace a Proxy-Authorization header the caller set (net/http sends
+// both); a request with an invalid Host is refused before the proxy is
+// dialled; the SOCKS5 handshake is bounded like CONNECT; GetConn names the
+// proxy also for a reused HTTP/2 connection through it (net/http names the
+// target there); the CONNECT target's host is sent in lower case.
+//
 // Not yet implemented (later issues): HTTP/2 (every https connection
-// negotiates ALPN "http/1.1" only), proxies (a non-nil proxy URL returns
-// ErrProxyNotSupported).
+// negotiates ALPN "http/1.1" only).
 package transport
