@@ -20,7 +20,11 @@
 //     the TLS handshake bounded like net/http's (the smallest of
 //     ReadHeaderTimeout/ReadTimeout/WriteTimeout), per-request read/write
 //     deadlines from ReadTimeout/WriteTimeout, a clone of TLSConfig with ALPN
-//     "h3", BaseContext, ConnContext (given a *QUICConn) and ErrorLog.
+//     "h3", BaseContext (its values; it is called once for the UDP socket
+//     with a net.Listener view of it), ConnContext (given a *QUICConn),
+//     ConnState (StateNew and StateClosed per QUIC connection; HTTP/3 has no
+//     per-connection Active/Idle) and ErrorLog. Request contexts carry
+//     http.ServerContextKey on every protocol.
 //   - While HTTP/3 is listening, every TCP response carries
 //     `Alt-Svc: h3=":PORT"; ma=N` (set before the handler runs, so a handler
 //     may change or delete it). It is not sent when HTTP/3 is disabled, when

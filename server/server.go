@@ -43,9 +43,11 @@ type Server struct {
 	AltSvcMaxAge time.Duration
 
 	// ListenerOptions are socket options applied to every accepted TCP
-	// connection, once, right after accept. A connection whose options
-	// cannot be applied is closed and the error logged to ErrorLog. Nil
-	// applies nothing and leaves the listener unwrapped.
+	// connection, once, right after accept, through a sockopt.Guard. Values
+	// are validated at listen time (a bad one fails Listen/ListenTLS); a
+	// setsockopt the kernel refuses later is logged to ErrorLog and the
+	// connection is served anyway. Nil applies nothing and leaves the
+	// listener unwrapped.
 	ListenerOptions []sockopt.Setting
 
 	// ReusePort sets SO_REUSEPORT on the TCP and UDP sockets before bind, so
@@ -101,8 +103,9 @@ const (
 	stateClosed                // Shutdown or Close called
 )
 
-// Wrap returns a Server that serves hs. hs must not be nil. hs itself is
-// never modified; its fields are read when listening starts.
+// Wrap returns a Server that serves hs (a nil hs serves a zero
+// http.Server). hs itself is never modified; its exported fields are copied
+// when listening starts.
 func Wrap(hs *http.Server) *Server {
 	if hs == nil {
 		hs = &http.Server{} // a nil server would panic later; serve defaults
