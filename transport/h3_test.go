@@ -345,3 +345,21 @@ func TestH3AlternativeElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// TestH3CloneAndSharedCache: Clone keeps a user's AltSvc cache and
+// DisableHTTP3; a private cache is never shared by a clone.
+func TestH3CloneAndSharedCache(t *testing.T) {
+	shared := altsvc.New(altsvc.Options{})
+	tr := &Transport{AltSvc: shared, DisableHTTP3: true}
+	if c := tr.Clone(); c.AltSvc != shared || !c.DisableHTTP3 {
+		t.Fatalf("Clone: AltSvc %p DisableHTTP3 %v; want %p true", c.AltSvc, c.DisableHTTP3, shared)
+	}
+	private := &Transport{}
+	clone := private.Clone()
+	if private.altSvcCache() == clone.altSvcCache() || clone.AltSvc != nil {
+		t.Fatal("a Transport and its clone share a private Alt-Svc cache")
+	}
+	if tr.altSvcCache() != shared {
+		t.Fatal("the Transport does not use its AltSvc cache")
+	}
+}

@@ -81,3 +81,53 @@ func BenchmarkH3Fallback(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkH3RoundTrip compares a GET on a pooled HTTP/3 connection with
+// the same GET on a pooled HTTP/2 connection to the same server (ferry's
+// wrapper), both through ferry's Transport; net_http_h2 is net/http's
+// Transport on HTTP/2 as the baseline.
+func BenchmarkH3RoundTrip(b *testing.B) {
+	u := startWrapped(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	cfg := h3Cert(b).ClientConfig()
+	h3 := &Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
+	h2 := &Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true, DisableHTTP3: true}
+	std := &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
+	defer h3.CloseIdleConnections()
+	defer h2.CloseIdleConnections()
+	defer std.CloseIdleConnections()
+	advertise(b, h3.altSvcCache(), u, altValue("", originOf(b, u).Port()))
+	for _, bc := range []struct {
+		name  string
+		rt    http.RoundTripper
+		proto string
+	}{
+		{"ferry_h3", h3, "HTTP/3.0"},
+		{"ferry_h2", h2, "HTTP/2.0"},
+		{"net_http_h2", std, "HTTP/2.0"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			req, _ := http.NewRequest("GET", u, nil)
+			buf := make([]byte, 16)
+			do := func() {
+				resp, err := bc.rt.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.ReadFull(resp.Body, buf[:2])
+				resp.Body.Read(buf)
+				resp.Body.Close()
+				if resp.Proto != bc.proto || n != 2 || string(buf[:2]) != "ok" {
+					b.Fatalf("%s %d %q", resp.Proto, n, buf[:n])
+				}
+			}
+			do()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				do()
+			}
+		})
+	}
+}
