@@ -30,8 +30,11 @@
 //     may change or delete it). It is not sent when HTTP/3 is disabled, when
 //     serving cleartext, or once shutdown has begun.
 //   - Shutdown stops accepting on every listener, sends HTTP/3 GOAWAY, waits
-//     for in-flight requests on all protocols, then returns; Close ends
-//     everything at once. Neither leaves a goroutine behind.
+//     for in-flight requests on all protocols, then returns, leaving no
+//     goroutine behind. Close ends every listener and connection at once;
+//     like net/http's it does not wait for handlers, so one goroutine waits
+//     in the background for HTTP/3 handlers still running (their contexts
+//     are cancelled) and exits when they return.
 //   - ListenerOptions are applied once to each accepted TCP connection, on
 //     the accepting goroutine, through a sockopt.Guard; nothing is applied per
 //     request. ReusePort sets SO_REUSEPORT on the TCP and UDP sockets before
