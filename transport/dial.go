@@ -60,12 +60,14 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			continue
 		}
 		if err != nil {
+			t.stats.countDialError()
 			t.pool.Release(key)
 			if ctx.Err() != nil {
 				return nil, nil, context.Cause(ctx)
 			}
 			return nil, nil, err
 		}
+		t.stats.countDial(sc == nil)
 		if sc != nil {
 			return nil, sc, nil
 		}

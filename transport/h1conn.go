@@ -103,6 +103,9 @@ func (w connReaderFromWriter) ReadFrom(r io.Reader) (int64, error) {
 // Close closes the network connection. The pool calls it for idle
 // connections it discards (and then frees the slot itself).
 func (pc *h1Conn) Close() error {
+	if !pc.closed {
+		pc.t.stats.countH1Closed()
+	}
 	pc.closed = true
 	return pc.conn.Close()
 }
@@ -114,6 +117,7 @@ func (pc *h1Conn) closeAndRelease() error {
 		return nil
 	}
 	pc.closed = true
+	pc.t.stats.countH1Closed()
 	err := pc.conn.Close()
 	pc.t.pool.Release(pc.key)
 	return err

@@ -144,6 +144,7 @@ func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key c
 			return nil, err, true
 		}
 		if re.Unsent {
+			t.stats.countRetry()
 			return nil, nil, false // untouched: TCP takes it as it is
 		}
 		if !isReplayable(req) {
@@ -156,8 +157,10 @@ func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key c
 			}
 			o.body = body
 		}
+		t.stats.countRetry()
 		return nil, nil, false
 	}
+	t.stats.countRequest(protoH3)
 	resp.Request = req
 	if ex != nil {
 		ex.gotHeaders()

@@ -182,6 +182,7 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 	c, err := dl.d.Dial(context.Background(), key.origin.Host(), addr)
 	switch {
 	case err == nil:
+		t.stats.countAltSvcUpgrade()
 		h.cache.MarkWorking(key.origin, alt)
 		h.mu.Lock()
 		h.pruneConnsLocked()
@@ -191,6 +192,7 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 	case errors.Is(err, h3conn.ErrDialerClosed):
 		// Abandoned by CloseIdleConnections: says nothing about the network.
 	default:
+		t.stats.countBroken()
 		h.cache.MarkBroken(key.origin, alt)
 	}
 	h.mu.Lock()

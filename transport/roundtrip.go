@@ -78,9 +78,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if sc != nil {
 			resp, err := t.roundTripShared(ctx, req, &o, key, sc, &sharedRetries)
 			if err == errRetryShared {
+				t.stats.countRetry()
 				continue
 			}
 			if err == nil {
+				t.stats.countResponse(resp)
 				t.noteAltSvc(key, resp)
 			}
 			return resp, err
@@ -96,6 +98,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		pc.startRequest(ctx, req, trace)
 		resp, err := pc.roundTrip(&o)
 		if err == nil {
+			t.stats.countRequest(protoH1)
 			t.noteAltSvc(key, resp)
 			return resp, nil
 		}
@@ -103,6 +106,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			closeOutgoing(&o)
 			return nil, userError(err)
 		}
+		t.stats.countRetry()
 		if o.body != nil {
 			body, gerr := req.GetBody()
 			if gerr != nil {

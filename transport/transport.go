@@ -182,7 +182,8 @@ type Transport struct {
 	sessionCache   tls.ClientSessionCache
 	cancels        cancelRegistry
 	proxies        proxyState
-	headerEstimate atomic.Int32 // moving average of header counts x16, seeds new conns
+	headerEstimate atomic.Int32   // moving average of header counts x16, seeds new conns
+	stats          transportStats // request-path counters behind Stats (stats.go)
 }
 
 // New returns a Transport with http.DefaultTransport's settings:
