@@ -3,13 +3,17 @@ package transport
 import (
 	"encoding/json"
 	"expvar"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
+
+var publishRuns atomic.Int64
 
 // TestStatsVarPublished publishes a Transport's StatsVar, serves expvar's
 // handler and reads the counters back from /debug/vars as a monitoring
@@ -22,7 +26,10 @@ func TestStatsVarPublished(t *testing.T) {
 	defer srv.Close()
 	tr := &Transport{}
 	defer tr.CloseIdleConnections()
-	expvar.Publish("ferry_test_stats", tr.StatsVar())
+	// expvar names are process-wide and cannot be unpublished: a fresh
+	// name per run lets -count=N work.
+	name := fmt.Sprintf("ferry_test_stats_%d", publishRuns.Add(1))
+	expvar.Publish(name, tr.StatsVar())
 	getN(t, tr, srv.URL, 3)
 
 	vars := httptest.NewServer(expvar.Handler())
@@ -36,8 +43,8 @@ func TestStatsVarPublished(t *testing.T) {
 		t.Fatalf("/debug/vars is not JSON: %v", err)
 	}
 	var st Stats
-	if err := json.Unmarshal(all["ferry_test_stats"], &st); err != nil {
-		t.Fatalf("published stats %s: %v", all["ferry_test_stats"], err)
+	if err := json.Unmarshal(all[name], &st); err != nil {
+		t.Fatalf("published stats %s: %v", all[name], err)
 	}
 	// The fetch of /debug/vars itself is the fourth request, on a second
 	// connection; the page was rendered while it was in flight, so it
