@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -238,4 +239,44 @@ func mustRequest(u string) *http.Request {
 		panic(err)
 	}
 	return req
+}
+
+// BenchmarkCountRequest measures what counting costs a request: the
+// sharded counter Stats uses, next to a single shared atomic counter (the
+// naive design), on one goroutine and on many.
+func BenchmarkCountRequest(b *testing.B) {
+	if !countStats {
+		b.Skip("built with ferry_nostats: nothing is counted")
+	}
+	var s transportStats
+	var one atomic.Uint64
+	impls := []struct {
+		name  string
+		count func()
+	}{
+		{"sharded", func() { s.countRequest(protoH1) }},
+		{"one-atomic", func() { one.Add(1) }},
+	}
+	for _, impl := range impls {
+		b.Run(impl.name+"/serial", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				impl.count()
+			}
+		})
+		b.Run(impl.name+"/parallel", func(b *testing.B) {
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					impl.count()
+				}
+			})
+		})
+	}
+	var total uint64
+	for i := range s.shards {
+		total += s.shards[i].requests[protoH1].Load()
+	}
+	if total == 0 || one.Load() == 0 {
+		b.Fatal("nothing was counted")
+	}
 }
