@@ -207,7 +207,7 @@ func runLookupBench(b *testing.B, fullPrune bool) {
 }
 
 // BenchmarkLookup measures Cache.Lookup, which prunes only the requested
-// origin under a per-shard read lock.
+// origin and reads a lock-free snapshot.
 func BenchmarkLookup(b *testing.B) { runLookupBench(b, false) }
 
 // BenchmarkLookupFullPrune is the baseline twin: the prune-everything lookup

@@ -37,14 +37,17 @@ func (c *Cache) MarkBroken(o Origin, alt Alternative) (until time.Time, ok bool)
 	s, h := c.shardOf(o)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := findLive(s, h, o, alt, now)
-	if a == nil {
+	e, v, i := findLive(s, h, o, alt, now)
+	if e == nil {
 		return time.Time{}, false
 	}
+	nv := *v
+	a := &nv.buf[i]
 	if a.failures < math.MaxInt32 {
 		a.failures++
 	}
 	a.brokenUntil = addDuration(now, Backoff(int(a.failures)))
+	e.view.Store(&nv)
 	return unixTime(a.brokenUntil), true
 }
 
@@ -57,11 +60,15 @@ func (c *Cache) MarkWorking(o Origin, alt Alternative) bool {
 	s, h := c.shardOf(o)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a := findLive(s, h, o, alt, now)
-	if a == nil {
+	e, v, i := findLive(s, h, o, alt, now)
+	if e == nil {
 		return false
 	}
-	a.resetBroken()
+	if v.buf[i].failures != 0 || v.buf[i].brokenUntil != 0 {
+		nv := *v
+		nv.buf[i].resetBroken()
+		e.view.Store(&nv)
+	}
 	return true
 }
 
@@ -70,18 +77,20 @@ func (a *Alternative) resetBroken() {
 	a.failures = 0
 }
 
-// findLive returns o's live record for alt's target; the caller holds s.mu.
-func findLive(s *shard, h uint64, o Origin, alt Alternative, now int64) *Alternative {
-	e := s.get(h, o)
-	if e == nil {
-		return nil
+// findLive returns o's entry, its view and the index in it of the live
+// record for alt's target (e is nil when there is none); the caller holds
+// s.mu.
+func findLive(s *shard, h uint64, o Origin, alt Alternative, now int64) (e *originEntry, v *altView, i int) {
+	if e = s.get(h, o); e == nil {
+		return nil, nil, 0
 	}
-	for i := range e.alts {
-		if a := &e.alts[i]; a.sameTarget(alt.Protocol, alt.Host, alt.Port) && now < a.expires {
-			return a
+	v = e.view.Load()
+	for i := range v.n {
+		if a := &v.buf[i]; a.sameTarget(alt.Protocol, alt.Host, alt.Port) && now < a.expires {
+			return e, v, i
 		}
 	}
-	return nil
+	return nil, nil, 0
 }
 
 // NetworkChanged tells the cache the client moved to another network: every
@@ -98,21 +107,21 @@ func (c *Cache) NetworkChanged() {
 		s.mu.Lock()
 		m := int64(math.MaxInt64)
 		removed := s.filter(func(e *originEntry) bool {
-			kept := e.alts[:0]
-			for _, a := range e.alts {
+			var kept [MaxAlternatives]Alternative
+			n := 0
+			for _, a := range e.view.Load().alts() {
 				if a.Persist && now < a.expires {
 					a.resetBroken()
-					kept = append(kept, a)
+					kept[n] = a
+					n++
 				}
 			}
-			clear(e.alts[len(kept):])
-			e.alts = kept
-			e.raw, e.rawErr = nil, nil
-			if len(kept) == 0 {
-				return false
+			if n == 0 {
+				return false // filter publishes the empty view
 			}
-			e.recomputeMinExpiry()
-			m = min(m, e.minExpiry)
+			v := newView(kept[:n])
+			e.view.Store(v)
+			m = min(m, v.minExpiry)
 			return true
 		})
 		c.count.Add(-int64(removed))

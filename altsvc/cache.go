@@ -85,30 +85,53 @@ func (a *Alternative) sameTarget(p, host string, port uint16) bool {
 	return a.Port == port && a.Protocol == p && a.Host == host
 }
 
-// originEntry holds one origin's alternatives. All fields but lastUsed are
-// guarded by the owning shard's mu.
+// originEntry is one origin in the cache. Its alternatives are an immutable
+// altView behind an atomic pointer: lookups load it without a lock, and
+// writers (holding the owning shard's mu) publish a new view instead of
+// changing the old one, so a lookup sees a whole state, before or after a
+// write.
 type originEntry struct {
-	origin    Origin
-	next      *originEntry  // next entry whose origin has the same hash
-	alts      []Alternative // preference order, 1..MaxAlternatives entries, always a prefix of buf
-	minExpiry int64         // earliest alts[i].expires
-
-	// lastUsed is written by readers (at most once per recencyStep), so it
-	// shares the hot line with the fields every lookup reads anyway.
+	origin Origin
+	view   atomic.Pointer[altView] // never nil once the entry is indexed
+	// lastUsed is written by lookups (at most once per recencyStep), so it
+	// shares the line every lookup reads anyway.
 	lastUsed atomic.Int64 // Unix nanoseconds of the last use, for LRU eviction
+}
 
-	// buf stores alts inline, so a lookup reaches them without another
-	// pointer chase.
-	buf [MaxAlternatives]Alternative
+// altView is one published state of an origin: its alternatives and the
+// Alt-Svc values they came from. It is never modified after publication.
+type altView struct {
+	minExpiry int64 // earliest buf[:n] expiry; MaxInt64 when n is 0
+	n         int
+	buf       [MaxAlternatives]Alternative // preference order; buf[:n] are held
 
 	// The Alt-Svc values last applied, so an identical header skips parsing.
-	// raw is nil once alts no longer reflect it (pruned, loaded, network
-	// change); while it is set, every alternative expires at refreshedAt
-	// plus its ma minus Age.
+	// raw is nil once the alternatives no longer reflect it (pruned, loaded,
+	// network change); while it is set, every alternative expires at
+	// refreshedAt plus its ma minus Age.
 	raw         []string
 	rawAge      time.Duration
 	rawErr      error
 	refreshedAt int64
+}
+
+// emptyView is published in an entry that leaves the cache, so that a lookup
+// that found the entry just before finds nothing in it.
+var emptyView = altView{minExpiry: math.MaxInt64}
+
+// alts returns the alternatives held, in preference order.
+func (v *altView) alts() []Alternative { return v.buf[:v.n] }
+
+// newView builds a view holding alts (at most MaxAlternatives) without any
+// recorded header.
+func newView(alts []Alternative) *altView {
+	v := new(altView)
+	v.n = copy(v.buf[:], alts)
+	v.minExpiry = math.MaxInt64
+	for i := range v.n {
+		v.minExpiry = min(v.minExpiry, v.buf[i].expires)
+	}
+	return v
 }
 
 // touch records a use at now (at recencyStep granularity).
@@ -118,30 +141,22 @@ func (e *originEntry) touch(now int64) {
 	}
 }
 
-func (e *originEntry) recomputeMinExpiry() {
-	m := int64(math.MaxInt64)
-	for i := range e.alts {
-		m = min(m, e.alts[i].expires)
-	}
-	e.minExpiry = m
-}
-
-// dropExpired removes the alternatives expired at now and reports whether
-// any was removed.
+// dropExpired publishes a view without the alternatives expired at now and
+// reports whether any was removed; the caller holds the shard's mu.
 func (e *originEntry) dropExpired(now int64) bool {
-	if now < e.minExpiry {
+	v := e.view.Load()
+	if now < v.minExpiry {
 		return false
 	}
-	kept := e.alts[:0]
-	for _, a := range e.alts {
+	var kept [MaxAlternatives]Alternative
+	n := 0
+	for _, a := range v.alts() {
 		if now < a.expires {
-			kept = append(kept, a)
+			kept[n] = a
+			n++
 		}
 	}
-	clear(e.alts[len(kept):])
-	e.alts = kept
-	e.raw, e.rawErr = nil, nil
-	e.recomputeMinExpiry()
+	e.view.Store(newView(kept[:n]))
 	return true
 }
 
@@ -207,69 +222,72 @@ func (c *Cache) shardOf(o Origin) (*shard, uint64) {
 // preference order, and returns the extended slice. Broken alternatives are
 // included (see Alternative.BrokenUntil). It prunes the expired alternatives
 // of o only and never scans other origins; it does not allocate when dst has
-// room (MaxAlternatives entries always suffice). A zero o finds nothing.
+// room (MaxAlternatives entries always suffice) and takes no lock unless it
+// prunes. A zero o finds nothing.
 func (c *Cache) Lookup(o Origin, dst []Alternative) []Alternative {
 	if o.host == "" {
 		return dst
 	}
 	now := c.now()
 	s, h := c.shardOf(o)
-	s.mu.RLock()
-	e := s.get(h, o)
-	if e != nil && now >= e.minExpiry {
-		s.mu.RUnlock()
-		c.pruneOrigin(s, h, o, now)
-		s.mu.RLock()
-		e = s.get(h, o)
+	e, v := c.liveView(s, h, o, now)
+	if e == nil {
+		return dst
 	}
-	if e != nil {
-		if now < e.minExpiry {
-			dst = append(dst, e.alts...) // all live: one bulk copy
-		} else {
-			for i := range e.alts {
-				if now < e.alts[i].expires {
-					dst = append(dst, e.alts[i])
-				}
+	if now < v.minExpiry {
+		dst = append(dst, v.alts()...) // all live: one bulk copy
+	} else {
+		for _, a := range v.alts() {
+			if now < a.expires {
+				dst = append(dst, a)
 			}
 		}
-		e.touch(now)
 	}
-	s.mu.RUnlock()
+	e.touch(now)
 	return dst
 }
 
 // Usable returns the first alternative of origin o, in preference order,
 // whose protocol id is protocol and which is live and not marked broken: the
 // question a transport asks on every https request (protocol "h3"). Like
-// Lookup it prunes only o's expired alternatives and does not allocate.
+// Lookup it prunes only o's expired alternatives, takes no lock unless it
+// prunes, and does not allocate.
 func (c *Cache) Usable(o Origin, protocol string) (Alternative, bool) {
 	if o.host == "" {
 		return Alternative{}, false
 	}
 	now := c.now()
 	s, h := c.shardOf(o)
-	s.mu.RLock()
-	e := s.get(h, o)
-	if e != nil && now >= e.minExpiry {
-		s.mu.RUnlock()
-		c.pruneOrigin(s, h, o, now)
-		s.mu.RLock()
-		e = s.get(h, o)
+	e, v := c.liveView(s, h, o, now)
+	if e == nil {
+		return Alternative{}, false
 	}
-	var found Alternative
-	ok := false
-	if e != nil {
-		for i := range e.alts {
-			a := &e.alts[i]
-			if now < a.expires && now >= a.brokenUntil && a.Protocol == protocol {
-				found, ok = *a, true
-				break
-			}
+	e.touch(now)
+	for i := range v.n {
+		a := &v.buf[i]
+		if now < a.expires && now >= a.brokenUntil && a.Protocol == protocol {
+			return *a, true
 		}
-		e.touch(now)
 	}
-	s.mu.RUnlock()
-	return found, ok
+	return Alternative{}, false
+}
+
+// liveView returns o's entry and its current view, pruning o's expired
+// alternatives first when its view holds any. e is nil when o is absent.
+func (c *Cache) liveView(s *shard, h uint64, o Origin, now int64) (e *originEntry, v *altView) {
+	e = s.get(h, o)
+	if e == nil {
+		return nil, nil
+	}
+	v = e.view.Load()
+	if now < v.minExpiry {
+		return e, v
+	}
+	c.pruneOrigin(s, h, o, now)
+	if e = s.get(h, o); e == nil {
+		return nil, nil
+	}
+	return e, e.view.Load()
 }
 
 // pruneOrigin drops o's expired alternatives, and o itself when none is left.
@@ -280,7 +298,7 @@ func (c *Cache) pruneOrigin(s *shard, h uint64, o Origin, now int64) {
 	if e == nil || !e.dropExpired(now) {
 		return
 	}
-	if len(e.alts) == 0 && s.remove(h, o) {
+	if e.view.Load().n == 0 && s.remove(h, o) {
 		c.count.Add(-1)
 	}
 }
@@ -305,11 +323,10 @@ func (c *Cache) Snapshot() []Entry {
 	c.reclaimExpired(now)
 	out := make([]Entry, 0, c.count.Load())
 	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.RLock()
-		s.each(func(e *originEntry) {
-			ent := Entry{Origin: e.origin, Alternatives: make([]Alternative, 0, len(e.alts))}
-			for _, a := range e.alts {
+		c.shards[i].each(func(e *originEntry) {
+			v := e.view.Load()
+			ent := Entry{Origin: e.origin, Alternatives: make([]Alternative, 0, v.n)}
+			for _, a := range v.alts() {
 				if now < a.expires {
 					ent.Alternatives = append(ent.Alternatives, a)
 				}
@@ -318,7 +335,6 @@ func (c *Cache) Snapshot() []Entry {
 				out = append(out, ent)
 			}
 		})
-		s.mu.RUnlock()
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i].Origin, out[j].Origin

@@ -73,13 +73,10 @@ func equalStrings(a, b []string) bool {
 // reclaiming anything: what a lookup must not have touched.
 func (c *Cache) resident() (origins, alts int) {
 	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.RLock()
-		s.each(func(e *originEntry) {
+		c.shards[i].each(func(e *originEntry) {
 			origins++
-			alts += len(e.alts)
+			alts += e.view.Load().n
 		})
-		s.mu.RUnlock()
 	}
 	return origins, alts
 }

@@ -15,8 +15,12 @@
 //   - `ma` defaults to 24 hours and is shortened by the response's Age.
 //   - [Cache.Lookup] and [Cache.Usable] look at one origin only: they prune the
 //     expired alternatives of that origin and never scan the others. They do
-//     not allocate and cost the same at 1 and at 1000 origins. Concurrent
-//     lookups take a per-shard read lock, so they do not serialize.
+//     not allocate and cost the same at 1 and at 1000 origins. They take no
+//     lock: each origin's alternatives are an immutable snapshot that writes
+//     replace (copy-on-write), so concurrent lookups neither serialize nor
+//     write shared memory (but for a last-use time, at most once per
+//     millisecond per origin), and each sees an origin before or after a
+//     write, never in between.
 //   - Writes (updates, broken marks, network changes), [Cache.Len] and
 //     [Cache.Snapshot] reclaim every expired entry of the whole cache. A
 //     cache-wide watermark (the earliest expiry held) lets them skip the sweep

@@ -65,34 +65,41 @@ func (c *Cache) Update(o Origin, h Header, age time.Duration) error {
 // done is false when the header differs and must be parsed.
 func (c *Cache) refreshUnchanged(o Origin, values []string, age time.Duration, now int64) (err error, done bool) {
 	s, h := c.shardOf(o)
-	s.mu.RLock()
 	e := s.get(h, o)
-	if e == nil || e.rawAge != age || !sameValues(e.raw, values) {
-		s.mu.RUnlock()
+	if e == nil {
 		return nil, false
 	}
-	if now-e.refreshedAt < refreshStep {
-		err = e.rawErr
-		s.mu.RUnlock()
-		return err, true
+	v := e.view.Load()
+	if v.rawAge != age || !sameValues(v.raw, values) {
+		return nil, false
 	}
-	s.mu.RUnlock()
+	if now-v.refreshedAt < refreshStep {
+		return v.rawErr, true
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e = s.get(h, o)
-	if e == nil || e.rawAge != age || !sameValues(e.raw, values) {
+	if e = s.get(h, o); e == nil {
 		return nil, false
 	}
-	for i := range e.alts {
-		a := &e.alts[i]
-		a.expires = addDuration(a.expires, time.Duration(now-e.refreshedAt))
+	v = e.view.Load()
+	if v.rawAge != age || !sameValues(v.raw, values) {
+		return nil, false
 	}
-	e.refreshedAt = now
-	e.recomputeMinExpiry()
-	s.lowerMinExpiry(e.minExpiry)
-	c.lowerWatermark(e.minExpiry)
-	return e.rawErr, true
+	nv := *v
+	for i := range nv.n {
+		a := &nv.buf[i]
+		a.expires = addDuration(a.expires, time.Duration(now-v.refreshedAt))
+	}
+	nv.refreshedAt = now
+	nv.minExpiry = math.MaxInt64
+	for i := range nv.n {
+		nv.minExpiry = min(nv.minExpiry, nv.buf[i].expires)
+	}
+	e.view.Store(&nv)
+	s.lowerMinExpiry(nv.minExpiry)
+	c.lowerWatermark(nv.minExpiry)
+	return nv.rawErr, true
 }
 
 func sameValues(a, b []string) bool {
@@ -171,25 +178,27 @@ func (c *Cache) replace(o Origin, recs []Alternative, raw []string, age time.Dur
 	c.admit(o, recs, raw, age, rawErr, now)
 }
 
-// fillEntry installs recs into e; the caller holds s.mu.
+// fillEntry publishes recs as e's alternatives, carrying over the broken
+// marks of the alternatives that stay; the caller holds s.mu.
 func (c *Cache) fillEntry(s *shard, e *originEntry, recs []Alternative, raw []string, age time.Duration, rawErr error, now int64) {
-	for i := range recs {
-		r := &recs[i]
-		for j := range e.alts {
-			if old := &e.alts[j]; old.sameTarget(r.Protocol, r.Host, r.Port) {
-				r.brokenUntil = old.brokenUntil
-				r.failures = old.failures
-				break
+	if old := e.view.Load(); old != nil {
+		for i := range recs {
+			r := &recs[i]
+			for _, prev := range old.alts() {
+				if prev.sameTarget(r.Protocol, r.Host, r.Port) {
+					r.brokenUntil = prev.brokenUntil
+					r.failures = prev.failures
+					break
+				}
 			}
 		}
 	}
-	clear(e.buf[copy(e.buf[:], recs):])
-	e.alts = e.buf[:len(recs)]
-	e.raw, e.rawAge, e.rawErr, e.refreshedAt = raw, age, rawErr, now
-	e.recomputeMinExpiry()
+	v := newView(recs)
+	v.raw, v.rawAge, v.rawErr, v.refreshedAt = raw, age, rawErr, now
+	e.view.Store(v)
 	e.touch(now)
-	s.lowerMinExpiry(e.minExpiry)
-	c.lowerWatermark(e.minExpiry)
+	s.lowerMinExpiry(v.minExpiry)
+	c.lowerWatermark(v.minExpiry)
 }
 
 // admit inserts a new origin, making room first when the cache is full:
@@ -199,10 +208,7 @@ func (c *Cache) admit(o Origin, recs []Alternative, raw []string, age time.Durat
 	c.structMu.Lock()
 	defer c.structMu.Unlock()
 	s, h := c.shardOf(o)
-	s.mu.RLock()
-	present := s.get(h, o) != nil
-	s.mu.RUnlock()
-	if !present && c.count.Load() >= c.maxOrigins() {
+	if s.get(h, o) == nil && c.count.Load() >= c.maxOrigins() {
 		if now >= c.watermark.Load() {
 			c.sweepLocked(now)
 		}
@@ -211,13 +217,14 @@ func (c *Cache) admit(o Origin, recs []Alternative, raw []string, age time.Durat
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.get(h, o)
-	if e == nil {
-		e = &originEntry{origin: o}
-		s.insert(h, e)
-		c.count.Add(1)
+	if e := s.get(h, o); e != nil {
+		c.fillEntry(s, e, recs, raw, age, rawErr, now)
+		return
 	}
-	c.fillEntry(s, e, recs, raw, age, rawErr, now)
+	e := &originEntry{origin: o}
+	c.fillEntry(s, e, recs, raw, age, rawErr, now) // published before it is indexed
+	s.insert(h, e)
+	c.count.Add(1)
 }
 
 // evictLRULocked removes the origin used least recently; c.structMu is held.
@@ -227,13 +234,11 @@ func (c *Cache) evictLRULocked() bool {
 	var victimShard *shard
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.RLock()
 		s.each(func(e *originEntry) {
 			if victim == nil || e.lastUsed.Load() < victim.lastUsed.Load() {
 				victim, victimShard = e, s
 			}
 		})
-		s.mu.RUnlock()
 	}
 	if victim == nil {
 		return false
@@ -273,10 +278,11 @@ func (c *Cache) sweepLocked(now int64) {
 			m := int64(math.MaxInt64)
 			removed := s.filter(func(e *originEntry) bool {
 				e.dropExpired(now)
-				if len(e.alts) == 0 {
+				v := e.view.Load()
+				if v.n == 0 {
 					return false
 				}
-				m = min(m, e.minExpiry)
+				m = min(m, v.minExpiry)
 				return true
 			})
 			c.count.Add(-int64(removed))
