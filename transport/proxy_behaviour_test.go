@@ -4,11 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -251,6 +254,38 @@ func TestProxyNoLeaks(t *testing.T) {
 		n = settle()
 	}
 	if n > base {
-		t.Fatalf("fds: %d before, %d after 3 rounds through proxies", base, n)
+		t.Fatalf("fds: %d before, %d after 3 rounds through proxies; sockets now:\n%s", base, n, e.relabel(openSockets()))
 	}
+}
+
+// openSockets lists this process's TCP sockets (local -> remote, state)
+// from /proc/net/tcp, for failure reports.
+func openSockets() string {
+	inodes := map[string]bool{}
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, ent := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + ent.Name()); err == nil && strings.HasPrefix(l, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+		}
+	}
+	data, _ := os.ReadFile("/proc/net/tcp")
+	var out strings.Builder
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 9 && inodes[f[9]] {
+			fmt.Fprintf(&out, "%s -> %s state %s\n", hexAddr(f[1]), hexAddr(f[2]), f[3])
+		}
+	}
+	return out.String()
+}
+
+func hexAddr(s string) string {
+	ip, port, _ := strings.Cut(s, ":")
+	var a [4]byte
+	for i := 0; i < 4 && len(ip) >= 8; i++ {
+		v, _ := strconv.ParseUint(ip[6-2*i:8-2*i], 16, 8)
+		a[i] = byte(v)
+	}
+	p, _ := strconv.ParseUint(port, 16, 16)
+	return net.JoinHostPort(net.IP(a[:]).String(), strconv.Itoa(int(p)))
 }

@@ -44,22 +44,32 @@ func dialLoopbackNames(ctx context.Context, network, addr string) (net.Conn, err
 // connSet tracks hijacked or tunnelled connections so cleanup can close
 // them and wait for their copy goroutines.
 type connSet struct {
-	mu    sync.Mutex // guards conns
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
+	mu     sync.Mutex // guards conns and closed, and orders wg.Add before closeAll's Wait
+	conns  map[net.Conn]bool
+	closed bool
+	wg     sync.WaitGroup
 }
 
-func (s *connSet) add(c net.Conn) {
+// add tracks c and counts n goroutines about to serve it; once closeAll has
+// run it closes c instead and reports false.
+func (s *connSet) add(c net.Conn, n int) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		c.Close()
+		return false
+	}
 	if s.conns == nil {
 		s.conns = map[net.Conn]bool{}
 	}
 	s.conns[c] = true
-	s.mu.Unlock()
+	s.wg.Add(n)
+	return true
 }
 
 func (s *connSet) closeAll() {
 	s.mu.Lock()
+	s.closed = true
 	for c := range s.conns {
 		c.Close()
 	}
@@ -70,9 +80,11 @@ func (s *connSet) closeAll() {
 // splice copies both ways between a and b until either side ends, then
 // closes both.
 func (s *connSet) splice(a io.Reader, ac, bc net.Conn) {
-	s.add(ac)
-	s.add(bc)
-	s.wg.Add(2)
+	if !s.add(ac, 0) || !s.add(bc, 2) {
+		ac.Close()
+		bc.Close()
+		return
+	}
 	go func() {
 		defer s.wg.Done()
 		io.Copy(bc, a)
@@ -228,7 +240,7 @@ func startTestSOCKS(t *testing.T, user, pass string, failCode byte) *testSOCKS {
 		t.Fatal(err)
 	}
 	s := &testSOCKS{addr: ln.Addr().String(), user: user, pass: pass, failCode: failCode, ln: ln}
-	s.tunnels.wg.Add(1)
+	s.tunnels.add(acceptLoopConn{}, 1)
 	go func() {
 		defer s.tunnels.wg.Done()
 		for {
@@ -239,8 +251,9 @@ func startTestSOCKS(t *testing.T, user, pass string, failCode byte) *testSOCKS {
 			s.mu.Lock()
 			s.conns++
 			s.mu.Unlock()
-			s.tunnels.add(c)
-			s.tunnels.wg.Add(1)
+			if !s.tunnels.add(c, 1) {
+				continue
+			}
 			go func() {
 				defer s.tunnels.wg.Done()
 				if !s.handshake(c) {
@@ -346,6 +359,11 @@ func (s *testSOCKS) handshake(c net.Conn) bool {
 	}()
 	return ok
 }
+
+// acceptLoopConn stands for the accept loop in a connSet.
+type acceptLoopConn struct{ net.Conn }
+
+func (acceptLoopConn) Close() error { return nil }
 
 // tlsTestConfig trusts cert (used by origins and HTTPS proxies alike).
 func tlsTestConfig(cert *selfsigned.Cert) *tls.Config { return cert.ClientConfig() }
