@@ -6,10 +6,18 @@ package idlepool
 // once instead of twice (a Go map would hash it again). Deletion shifts the
 // following entries back (no tombstones), so lookups stay short as keys come
 // and go. Lookup, insert and delete are O(1) expected; the table doubles
-// when three quarters full and never shrinks.
+// when three quarters full and never shrinks. Each slot keeps the key's hash
+// next to the pointer, so a probe reads only the slot's cache line and
+// dereferences a key state only when the full hash matches: with thousands
+// of keys, every key state not in cache costs a memory access.
 type keyTable[K comparable, C Conn] struct {
-	slots []*keyState[K, C] // len is a power of two; nil is an empty slot
+	slots []tableSlot[K, C] // len is a power of two; a nil ks is an empty slot
 	n     int
+}
+
+type tableSlot[K comparable, C Conn] struct {
+	hash uint64
+	ks   *keyState[K, C]
 }
 
 // tableShift drops the hash bits that chose the shard.
@@ -25,12 +33,12 @@ func (t *keyTable[K, C]) get(h uint64, key K) *keyState[K, C] {
 	}
 	mask := len(t.slots) - 1
 	for i := t.home(h); ; i = (i + 1) & mask {
-		ks := t.slots[i]
-		if ks == nil {
+		sl := &t.slots[i]
+		if sl.ks == nil {
 			return nil
 		}
-		if ks.hash == h && ks.key == key {
-			return ks
+		if sl.hash == h && sl.ks.key == key {
+			return sl.ks
 		}
 	}
 }
@@ -42,20 +50,20 @@ func (t *keyTable[K, C]) insert(ks *keyState[K, C]) {
 	}
 	mask := len(t.slots) - 1
 	i := t.home(ks.hash)
-	for t.slots[i] != nil {
+	for t.slots[i].ks != nil {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = ks
+	t.slots[i] = tableSlot[K, C]{hash: ks.hash, ks: ks}
 	t.n++
 }
 
 func (t *keyTable[K, C]) grow() {
 	old := t.slots
-	t.slots = make([]*keyState[K, C], max(8, 2*len(old)))
+	t.slots = make([]tableSlot[K, C], max(8, 2*len(old)))
 	t.n = 0
-	for _, ks := range old {
-		if ks != nil {
-			t.insert(ks)
+	for _, sl := range old {
+		if sl.ks != nil {
+			t.insert(sl.ks)
 		}
 	}
 }
@@ -64,28 +72,28 @@ func (t *keyTable[K, C]) grow() {
 func (t *keyTable[K, C]) remove(ks *keyState[K, C]) {
 	mask := len(t.slots) - 1
 	i := t.home(ks.hash)
-	for t.slots[i] != ks {
+	for t.slots[i].ks != ks {
 		i = (i + 1) & mask
 	}
 	// Shift back every later entry of the probe run that may not stay
 	// behind the hole (its home is not cyclically in (hole, j]).
 	hole := i
-	for j := (i + 1) & mask; t.slots[j] != nil; j = (j + 1) & mask {
+	for j := (i + 1) & mask; t.slots[j].ks != nil; j = (j + 1) & mask {
 		home := t.home(t.slots[j].hash)
 		if (j > hole && (home <= hole || home > j)) || (j < hole && home <= hole && home > j) {
 			t.slots[hole] = t.slots[j]
 			hole = j
 		}
 	}
-	t.slots[hole] = nil
+	t.slots[hole] = tableSlot[K, C]{}
 	t.n--
 }
 
 // each calls f for every key state.
 func (t *keyTable[K, C]) each(f func(*keyState[K, C])) {
-	for _, ks := range t.slots {
-		if ks != nil {
-			f(ks)
+	for _, sl := range t.slots {
+		if sl.ks != nil {
+			f(sl.ks)
 		}
 	}
 }

@@ -26,9 +26,9 @@ type idleEntry[C Conn] struct {
 // through its shard's table and guarded by that shard's mu.
 type keyState[K comparable, C Conn] struct {
 	// The fields a get or put touches come first, so that for a small key
-	// they share one or two cache lines.
+	// they share two cache lines: the idle stack, the slot count, and the
+	// key that a lookup compares.
 
-	hash uint64 // maphash of key: low bits chose the shard, the rest the table slot
 	// idle is a stack: oldest at index 0, most recently used at the end, so
 	// every prefix is older than what follows it. It starts on inline.
 	idle []idleEntry[C]
@@ -37,9 +37,10 @@ type keyState[K comparable, C Conn] struct {
 	inline [DefaultMaxIdlePerKey]idleEntry[C]
 	// conns counts live connections holding a slot of this key.
 	conns int
+	key   K
+
 	// waiters are Acquire calls waiting for a slot, first come first served.
 	waiters waitQueue[C]
-	key     K
 	// idleIdx is the index of this key in shard.idleKeys, -1 when idle is empty.
 	idleIdx int
 	// sharedIdx is the index of this key in shard.sharedKeys, -1 when shared is empty.
@@ -47,6 +48,9 @@ type keyState[K comparable, C Conn] struct {
 	// shared is copy-on-write: a new slice is built on every change, so a
 	// reader may keep the header it read under the lock and use it after.
 	shared []SharedConn
+	// hash is the maphash of key (low bits chose the shard, the rest the
+	// table slot); the table keeps a copy next to its pointer for lookups.
+	hash uint64
 }
 
 func (ks *keyState[K, C]) empty() bool {
