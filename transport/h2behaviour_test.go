@@ -1,0 +1,532 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/selfsigned"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// HTTP/2 behaviour of ferry's own design, beyond the differential rows:
+// coalesced first dials, idle expiry through the pool, CloseIdleConnections,
+// transparent retries and the protocol selection table.
+
+// h2ConnCounter is a TLS h2 server counting accepted and closed connections.
+type h2ConnCounter struct {
+	hs       *httptest.Server
+	mu       sync.Mutex // guards accepted, closed
+	accepted int
+	closed   int
+	closedCh chan struct{}
+}
+
+func startCountingH2(t *testing.T, cert *selfsigned.Cert, h http.HandlerFunc) *h2ConnCounter {
+	c := &h2ConnCounter{closedCh: make(chan struct{}, 64)}
+	c.hs = httptest.NewUnstartedServer(h)
+	c.hs.EnableHTTP2 = true
+	c.hs.TLS = cert.ServerConfig()
+	c.hs.Config.ErrorLog = nilLogger()
+	c.hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch st {
+		case http.StateNew:
+			c.accepted++
+		case http.StateClosed, http.StateHijacked:
+			c.closed++
+			c.closedCh <- struct{}{}
+		}
+	}
+	c.hs.StartTLS()
+	t.Cleanup(c.hs.Close)
+	return c
+}
+
+func (c *h2ConnCounter) counts() (accepted, closed int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.accepted, c.closed
+}
+
+func (c *h2ConnCounter) waitClosed(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.closedCh:
+	case <-time.After(10 * time.Second):
+		t.Fatal("server saw no connection close")
+	}
+}
+
+func h2GetOK(t *testing.T, rt http.RoundTripper, url, wantProto string) {
+	t.Helper()
+	resp, err := rt.RoundTrip(newReq(t, "GET", url, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Proto != wantProto || resp.TLS == nil && strings.HasPrefix(url, "https") {
+		t.Fatalf("status %d proto %s tls %v", resp.StatusCode, resp.Proto, resp.TLS != nil)
+	}
+}
+
+func TestH2ConcurrentFirstRequestsOneDial(t *testing.T) {
+	cert, err := selfsigned.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, impl := range []string{"ferry", "nethttp"} {
+		t.Run(impl, func(t *testing.T) {
+			srv := startCountingH2(t, cert, hello)
+			std := h2BaseClient(cert)
+			var rt http.RoundTripper = std
+			if impl == "ferry" {
+				rt = From(std)
+			}
+			defer closeIdle(rt)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := 0; i < 20; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					h2GetOK(t, rt, srv.hs.URL, "HTTP/2.0")
+				}()
+			}
+			close(start)
+			wg.Wait()
+			accepted, _ := srv.counts()
+			if impl == "nethttp" {
+				t.Logf("net/http accepted %d connections for 20 concurrent first requests", accepted)
+				return
+			}
+			if accepted != 1 {
+				t.Fatalf("ferry: server accepted %d connections, want 1", accepted)
+			}
+		})
+	}
+}
+
+// TestH2FirstDialToHTTP1ServerNotSerialized: once an origin is known to
+// speak HTTP/1, concurrent dials are not held behind one another.
+func TestH2FlightTableRemembersHTTP1(t *testing.T) {
+	var ft flightTable
+	k := connKey{scheme: "https", addr: "a:443"}
+	f, leader := ft.join(k)
+	if f == nil || !leader {
+		t.Fatal("first join must lead")
+	}
+	g, leader2 := ft.join(k)
+	if g != f || leader2 {
+		t.Fatal("second join must follow the flight in progress")
+	}
+	ft.finish(k, f, dialSpokeH1)
+	<-f.done
+	if f.shared {
+		t.Fatal("an HTTP/1 outcome marked shared")
+	}
+	if h, _ := ft.join(k); h != nil {
+		t.Fatal("a key known to speak HTTP/1 must not coalesce")
+	}
+	ft.record(k, dialShared)
+	h, leader3 := ft.join(k)
+	if h == nil || !leader3 {
+		t.Fatal("after an HTTP/2 outcome the key coalesces again")
+	}
+	ft.finish(k, h, dialShared)
+	if !h.shared {
+		t.Fatal("shared outcome lost")
+	}
+	for i := range ft.shards {
+		if len(ft.shards[i].m) != 0 {
+			t.Fatal("entries left for a key that spoke HTTP/2")
+		}
+	}
+}
+
+func TestH2IdleExpiryAndCloseIdle(t *testing.T) {
+	cert, err := selfsigned.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("IdleConnTimeout", func(t *testing.T) {
+		srv := startCountingH2(t, cert, hello)
+		var mu sync.Mutex // guards now
+		now := time.Unix(1e9, 0)
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		tr := From(h2BaseClient(cert))
+		tr.IdleConnTimeout = time.Hour
+		tr.h2.clock = clock
+		defer tr.CloseIdleConnections()
+		h2GetOK(t, tr, srv.hs.URL, "HTTP/2.0")
+		h2GetOK(t, tr, srv.hs.URL, "HTTP/2.0")
+		if a, c := srv.counts(); a != 1 || c != 0 {
+			t.Fatalf("accepted %d closed %d before expiry", a, c)
+		}
+		mu.Lock()
+		now = now.Add(59 * time.Minute)
+		mu.Unlock()
+		tr.pool.SetIdleTimeout(time.Hour) // sweeps now
+		if _, c := srv.counts(); c != 0 {
+			t.Fatal("closed before IdleConnTimeout")
+		}
+		mu.Lock()
+		now = now.Add(2 * time.Minute)
+		mu.Unlock()
+		tr.pool.SetIdleTimeout(time.Hour)
+		srv.waitClosed(t)
+		h2GetOK(t, tr, srv.hs.URL, "HTTP/2.0")
+		if a, _ := srv.counts(); a != 2 {
+			t.Fatalf("accepted %d, want a new connection after expiry", a)
+		}
+	})
+	t.Run("CloseIdleConnections", func(t *testing.T) {
+		srv := startCountingH2(t, cert, hello)
+		tr := From(h2BaseClient(cert))
+		h2GetOK(t, tr, srv.hs.URL, "HTTP/2.0")
+		// A response still being read keeps its connection open.
+		resp, err := tr.RoundTrip(newReq(t, "GET", srv.hs.URL, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.CloseIdleConnections()
+		if _, c := srv.counts(); c != 0 {
+			t.Fatal("CloseIdleConnections closed a connection in use")
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		tr.CloseIdleConnections()
+		srv.waitClosed(t)
+		h2GetOK(t, tr, srv.hs.URL, "HTTP/2.0")
+		if a, _ := srv.counts(); a != 2 {
+			t.Fatalf("accepted %d, want 2", a)
+		}
+		tr.CloseIdleConnections()
+		srv.waitClosed(t)
+	})
+}
+
+func TestH2NoLeaks(t *testing.T) {
+	cert, err := selfsigned.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startCountingH2(t, cert, hello)
+	tr := From(h2BaseClient(cert))
+	h2GetOK(t, tr, srv.hs.URL, "HTTP/2.0") // warm runtime fds (poller, certs)
+	tr.CloseIdleConnections()
+	srv.waitClosed(t)
+	before := countFDs(t)
+	for round := 0; round < 5; round++ {
+		var wg sync.WaitGroup
+		for i := 0; i < 10; i++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); h2GetOK(t, tr, srv.hs.URL, "HTTP/2.0") }()
+		}
+		wg.Wait()
+		tr.CloseIdleConnections()
+		srv.waitClosed(t)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if after := countFDs(t); after > before {
+		t.Fatalf("fds: %d before, %d after", before, after)
+	}
+}
+
+// rawH2Server is a cleartext HTTP/2 server written with x/net's Framer (test
+// only) that answers each request HEADERS through script, to produce what
+// real servers rarely send on demand: REFUSED_STREAM, GOAWAY naming an
+// earlier stream.
+type rawH2Server struct {
+	ln      net.Listener
+	script  func(conn, stream int, fr *http2.Framer, id uint32) error
+	wg      sync.WaitGroup
+	mu      sync.Mutex // guards conns, streams
+	conns   []net.Conn
+	streams int
+}
+
+func startRawH2(t *testing.T, script func(conn, stream int, fr *http2.Framer, id uint32) error) *rawH2Server {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawH2Server{ln: ln, script: script}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for n := 0; ; n++ {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func(n int) { defer s.wg.Done(); s.serve(n, c) }(n)
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		s.mu.Lock()
+		for _, c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return s
+}
+
+func (s *rawH2Server) serve(n int, c net.Conn) {
+	defer c.Close()
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c, preface); err != nil {
+		return
+	}
+	fr := http2.NewFramer(c, c)
+	if fr.WriteSettings() != nil {
+		return
+	}
+	k := 0
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() && fr.WriteSettingsAck() != nil {
+				return
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() && fr.WritePing(true, f.Data) != nil {
+				return
+			}
+		case *http2.HeadersFrame:
+			s.mu.Lock()
+			s.streams++
+			s.mu.Unlock()
+			if s.script(n, k, fr, f.StreamID) != nil {
+				return
+			}
+			k++
+		}
+	}
+}
+
+func (s *rawH2Server) counts() (conns, streams int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns), s.streams
+}
+
+func rawOK(fr *http2.Framer, id uint32) error {
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: buf.Bytes(), EndHeaders: true}); err != nil {
+		return err
+	}
+	return fr.WriteData(id, true, []byte("ok"))
+}
+
+func h2cTransport() *Transport {
+	return &Transport{Protocols: protocolsOf("h2c")}
+}
+
+func TestH2RetryNotProcessed(t *testing.T) {
+	refuseFirst := func(conn, stream int, fr *http2.Framer, id uint32) error {
+		if conn == 0 && stream == 0 {
+			return fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		}
+		return rawOK(fr, id)
+	}
+	goAwaySecond := func(conn, stream int, fr *http2.Framer, id uint32) error {
+		if conn == 0 && stream == 1 {
+			return fr.WriteGoAway(id-2, http2.ErrCodeNo, nil)
+		}
+		return rawOK(fr, id)
+	}
+	cases := []struct {
+		name        string
+		script      func(conn, stream int, fr *http2.Framer, id uint32) error
+		warm        bool
+		body        func() io.Reader // nil: GET without body
+		getBody     bool
+		wantErr     bool
+		wantConns   int
+		wantStreams int
+	}{
+		{name: "refused-stream/get", script: refuseFirst, wantConns: 1, wantStreams: 2},
+		{name: "refused-stream/post-with-getbody", script: refuseFirst, body: func() io.Reader { return strings.NewReader("x") }, getBody: true, wantConns: 1, wantStreams: 2},
+		{name: "refused-stream/post-streaming-body-not-replayable", script: refuseFirst, body: func() io.Reader { return &streamBody{strings.NewReader("x")} }, wantErr: true, wantConns: 1, wantStreams: 1},
+		{name: "goaway-earlier-stream/get", script: goAwaySecond, warm: true, wantConns: 2, wantStreams: 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startRawH2(t, tc.script)
+			tr := h2cTransport()
+			defer tr.CloseIdleConnections()
+			url := "http://" + s.ln.Addr().String() + "/"
+			if tc.warm {
+				h2GetOK(t, tr, url, "HTTP/2.0")
+			}
+			method := "GET"
+			var body io.Reader
+			if tc.body != nil {
+				method, body = "POST", tc.body()
+			}
+			req := newReq(t, method, url, body)
+			if !tc.getBody {
+				req.GetBody = nil
+			}
+			resp, err := tr.RoundTrip(req)
+			if tc.wantErr {
+				if err == nil {
+					resp.Body.Close()
+					t.Fatal("want an error")
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(b) != "ok" || resp.Request != req {
+					t.Fatalf("body %q, Request is caller's: %v", b, resp.Request == req)
+				}
+			}
+			if c, st := s.counts(); c != tc.wantConns || st != tc.wantStreams {
+				t.Fatalf("server: %d conns %d streams, want %d and %d", c, st, tc.wantConns, tc.wantStreams)
+			}
+		})
+	}
+	t.Run("capped", func(t *testing.T) {
+		s := startRawH2(t, func(conn, stream int, fr *http2.Framer, id uint32) error {
+			return fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		})
+		tr := h2cTransport()
+		tr.h2.backoffUnit = time.Millisecond
+		defer tr.CloseIdleConnections()
+		_, err := tr.RoundTrip(newReq(t, "GET", "http://"+s.ln.Addr().String()+"/", nil))
+		var se http2.StreamError
+		if err == nil || !errors.As(err, &se) || se.Code != http2.ErrCodeRefusedStream {
+			t.Fatalf("err = %v, want REFUSED_STREAM after the retries", err)
+		}
+		if _, st := s.counts(); st != maxSharedRetries+1 {
+			t.Fatalf("%d attempts, want %d", st, maxSharedRetries+1)
+		}
+	})
+}
+
+// countingBody records whether Close was called.
+type countingBody struct {
+	io.Reader
+	closed atomic.Int32
+}
+
+func (b *countingBody) Close() error { b.closed.Add(1); return nil }
+
+func TestH2ReplayBody(t *testing.T) {
+	cases := []struct {
+		name      string
+		steps     func(b *replayBody)
+		wantClose int32
+	}{
+		{"close-held-then-settle", func(b *replayBody) { b.Close(); b.settle() }, 1},
+		{"settle-then-close", func(b *replayBody) { b.settle(); b.Close(); b.Close() }, 1},
+		{"close-held-then-detach", func(b *replayBody) { b.Close(); b.detach(); b.Close() }, 0},
+		{"close-held-then-closeBody", func(b *replayBody) { b.Close(); b.closeBody(); b.closeBody() }, 1},
+		{"detach-then-closeBody", func(b *replayBody) { b.detach(); b.closeBody() }, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cb := &countingBody{Reader: strings.NewReader("x")}
+			b := &replayBody{body: cb}
+			tc.steps(b)
+			if got := cb.closed.Load(); got != tc.wantClose {
+				t.Fatalf("closed %d times, want %d", got, tc.wantClose)
+			}
+		})
+	}
+	var nilBody *replayBody
+	nilBody.settle()
+	nilBody.detach()
+	nilBody.closeBody()
+}
+
+func TestH2ProtocolSelection(t *testing.T) {
+	usedStd := &http.Transport{}
+	usedStd.CloseIdleConnections() // installs net/http's own TLSNextProto entries
+	if usedStd.TLSNextProto["h2"] == nil {
+		t.Fatal("net/http did not install its h2 entry; the bundled-entry case tests nothing")
+	}
+	userFn := func(string, *tls.Conn) http.RoundTripper { return nil }
+	cases := []struct {
+		name    string
+		tr      *Transport
+		godebug string
+		h1, h2  bool
+		h2c     bool
+		alpn    []string
+		userH2  bool
+	}{
+		{name: "zero", tr: &Transport{}, h1: true, h2: true, alpn: []string{"h2", "http/1.1"}},
+		{name: "New", tr: New(), h1: true, h2: true, alpn: []string{"h2", "http/1.1"}},
+		{name: "tlsconfig", tr: &Transport{TLSClientConfig: &tls.Config{}}, h1: true},
+		{name: "tlsconfig+force", tr: &Transport{TLSClientConfig: &tls.Config{NextProtos: []string{"foo"}}, ForceAttemptHTTP2: true}, h1: true, h2: true, alpn: []string{"foo", "h2", "http/1.1"}},
+		{name: "dialcontext", tr: &Transport{DialContext: (&net.Dialer{}).DialContext}, h1: true},
+		{name: "dialtls", tr: &Transport{DialTLSContext: func(context.Context, string, string) (net.Conn, error) { return nil, nil }}, h1: true},
+		{name: "empty-tlsnextproto", tr: &Transport{TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}, ForceAttemptHTTP2: true}, h1: true},
+		{name: "user-h2-entry", tr: &Transport{TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{"h2": userFn}, TLSClientConfig: &tls.Config{NextProtos: []string{"h2"}}}, h1: true, h2: true, alpn: []string{"h2"}, userH2: true},
+		{name: "From-used-std", tr: From(usedStd), h1: true, h2: true, alpn: []string{"h2", "http/1.1"}},
+		{name: "godebug-off", tr: &Transport{}, godebug: "x=1,http2client=0", h1: true},
+		{name: "godebug-off-protocols", tr: &Transport{Protocols: protocolsOf("h1", "h2")}, godebug: "http2client=0", h1: true, alpn: nil},
+		{name: "protocols-h1", tr: &Transport{Protocols: protocolsOf("h1")}, h1: true},
+		{name: "protocols-h2", tr: &Transport{Protocols: protocolsOf("h2"), TLSClientConfig: &tls.Config{NextProtos: []string{"http/1.1", "x"}}}, h2: true, alpn: []string{"x", "h2"}},
+		{name: "protocols-h2c", tr: &Transport{Protocols: protocolsOf("h2c")}, h2c: true},
+		{name: "protocols-h1-h2c", tr: &Transport{Protocols: protocolsOf("h1", "h2c")}, h1: true},
+		{name: "h2-off-drops-h2-from-nextprotos", tr: &Transport{TLSClientConfig: &tls.Config{NextProtos: []string{"h2", "http/1.1"}}}, h1: true, alpn: []string{"http/1.1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GODEBUG", tc.godebug)
+			ps := computeProtocols(tc.tr)
+			_, userH2 := ps.nextProto["h2"]
+			got := []any{ps.h1, ps.h2, ps.h2c, ps.alpn, userH2}
+			want := []any{tc.h1, tc.h2, tc.h2c, tc.alpn, tc.userH2}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("h1,h2,h2c,alpn,userH2 = %v, want %v", got, want)
+			}
+		})
+	}
+	ws := newReq(t, "GET", "https://x/", nil)
+	ws.Header.Set("Connection", "keep-alive, Upgrade")
+	ws.Header.Set("Upgrade", "WebSocket")
+	ps := computeProtocols(&Transport{})
+	if ps.sharedKey("https", ws) || !ps.sharedKey("https", newReq(t, "GET", "https://x/", nil)) || ps.sharedKey("http", ws) {
+		t.Fatal("sharedKey: a websocket upgrade must get an HTTP/1-only key, others a shared one")
+	}
+	if got := ps.alpnFor(connKey{h1Only: true}); got != nil {
+		t.Fatalf("ALPN for an HTTP/1-only key = %v, want none", got)
+	}
+}
