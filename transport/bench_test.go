@@ -150,6 +150,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 			b.StopTimer()
 			reportCost(b, before)
 		})
+		benchRoundTripH2(b, impl.name)
 	}
 }
 
