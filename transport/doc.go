@@ -32,6 +32,63 @@
 // used when TLSClientConfig has none. Setting DialContext hands dialing and
 // name resolution to the caller exactly as in net/http.
 //
+// # HTTP/2
+//
+// Which protocols are used follows net/http 1.26 exactly, so From(std)
+// speaks what std would: a non-nil Protocols is the exact set; otherwise
+// HTTP/1 is on and HTTP/2 is on unless TLSNextProto is a non-nil map
+// without "h2", or TLSClientConfig, Dial, DialContext, DialTLS or
+// DialTLSContext is set without ForceAttemptHTTP2, or GODEBUG has
+// http2client=0. New leaves DialContext nil, so HTTP/2 is on for New().
+// TLS offers TLSClientConfig.NextProtos adjusted to that set ("h2",
+// "http/1.1"); a WebSocket upgrade request uses a key of its own and offers
+// no ALPN, so it always gets HTTP/1.1. http:// URLs speak HTTP/2 with prior
+// knowledge (h2c) when Protocols has UnencryptedHTTP2 and not HTTP1.
+//
+//   - Sharing: a connection that negotiated "h2" (also one returned by
+//     DialTLSContext) is registered in the pool as a shared connection;
+//     requests take a stream on it while it has one. When every connection
+//     to the origin is at the server's SETTINGS_MAX_CONCURRENT_STREAMS,
+//     another is opened, unless HTTP2.StrictMaxConcurrentRequests (or
+//     MaxConnsPerHost, see below) makes the request wait for a stream.
+//   - First dials: concurrent requests that find nothing in the pool for an
+//     origin not known to speak HTTP/1 wait for one dial instead of each
+//     dialling; if it speaks HTTP/2 they share it, if it speaks HTTP/1 (or
+//     fails) they dial their own, as net/http's independent dials would.
+//     An origin whose last connection spoke HTTP/1 is remembered so later
+//     dials wait for nothing. (net/http dials once per waiting request and
+//     closes the surplus connections.)
+//   - Retries: a request the server provably did not process (GOAWAY naming
+//     an earlier stream, REFUSED_STREAM, a connection that became unusable
+//     before the request went out) is sent again on a connection from the
+//     pool, whether or not the first one was reused, when its body can be
+//     produced again (no body, GetBody, or a body not yet read); at most 6
+//     retries, the second and later after 1 s, 2 s, 4 s... as x/net does.
+//   - Settings: HTTP2 (frame and header table sizes, receive buffers, ping
+//     health checks, WriteByteTimeout, CountError), MaxResponseHeaderBytes,
+//     DisableCompression (transparent gzip as net/http's HTTP/2),
+//     DisableKeepAlives (one request per connection), ExpectContinueTimeout
+//     and ResponseHeaderTimeout apply to HTTP/2 connections.
+//   - Idle connections: a shared connection with no stream in use for
+//     IdleConnTimeout is closed by the pool's sweep (no timer per
+//     connection); CloseIdleConnections closes those without streams.
+//   - Per request: resp.Proto is "HTTP/2.0", resp.TLS is set, trailers and
+//     bodies stream both ways, cancelling one request resets its stream only.
+//     GetConn, DNS/connect/TLS (for the request that dialled), GotConn (with
+//     Reused, WasIdle, IdleTime), WroteHeaderField, WroteHeaders,
+//     WroteRequest and GotFirstResponseByte fire as in net/http; PutIdleConn
+//     does not fire for HTTP/2 (nor in net/http). CancelRequest does not
+//     cancel HTTP/2 requests (nor in net/http).
+//   - TLSNextProto: a caller's function for the negotiated protocol is
+//     handed the *tls.Conn and its RoundTripper then serves every request
+//     of that origin (until CloseIdleConnections), as in net/http.
+//   - MaxConnsPerHost counts each HTTP/2 connection once; with it set, a
+//     request that finds every connection full waits for a stream (strict
+//     mode) rather than queueing for a connection slot.
+//
+// The HTTP/2 framing is golang.org/x/net/http2, used only through
+// internal/h2conn (on Go 1.27 and later x/net wraps net/http's own client).
+//
 // # HTTP/3
 //
 // HTTP/3 is used for an https origin once it advertised it with an Alt-Svc
@@ -145,7 +202,4 @@
 // dialled; the SOCKS5 handshake is bounded like CONNECT; GetConn names the
 // proxy also for a reused HTTP/2 connection through it (net/http names the
 // target there); the CONNECT target's host is sent in lower case.
-//
-// Not yet implemented (later issues): HTTP/2 (every https connection
-// negotiates ALPN "http/1.1" only).
 package transport
