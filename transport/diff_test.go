@@ -195,11 +195,16 @@ var scenarios = []scenario{
 	{name: "compression/range", handler: gzipHandler, run: one("GET", "/", nil, func(r *http.Request) { r.Header.Set("Range", "bytes=0-1") })},
 	{name: "compression/head", handler: gzipHandler, run: one("HEAD", "/", nil, nil)},
 	{name: "1xx/early-hints", raw: rawRespond("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), run: traced(gets(1, "/"))},
-	{name: "1xx/continue-accepted", set: settings{ExpectContinueTimeout: 5 * time.Second}, handler: hello, run: traced(one("POST", "/", func() io.Reader { return strings.NewReader("body") }, func(r *http.Request) { r.Header.Set("Expect", "100-continue") }))},
-	{name: "1xx/continue-rejected", set: settings{ExpectContinueTimeout: 5 * time.Second}, handler: func(w http.ResponseWriter, r *http.Request) {
+	// The server always sends 100 Continue (the harness reads the body before
+	// the handler runs). The timeout is only a fallback that must not fire.
+	{name: "1xx/continue-accepted", set: settings{ExpectContinueTimeout: time.Minute}, handler: hello,
+		run: tracedLanes(h1ContinueLanes, continueTrace("PutIdleConn(<nil>)"), nil, postExpectContinue)},
+	// On a closing connection nothing in net/http waits for its writer, which
+	// may report WroteRequest after RoundTrip returned: await it.
+	{name: "1xx/continue-rejected", set: settings{ExpectContinueTimeout: time.Minute}, handler: func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(417)
-	}, run: tracedExcept("WroteRequest", one("POST", "/", func() io.Reader { return strings.NewReader("body") }, func(r *http.Request) { r.Header.Set("Expect", "100-continue") }))},
+	}, run: tracedLanes(h1ContinueLanes, continueTrace(), []string{"WroteRequest"}, postExpectContinue)},
 	{name: "101/switch", raw: func(c *rawConn) {
 		c.readRequest()
 		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
@@ -376,22 +381,125 @@ func traced(f func(t *testing.T, rt http.RoundTripper, srv *testServer) []any) f
 	}
 }
 
-// tracedExcept is traced without events starting with prefix: net/http
-// fires them from its writer goroutine, racing with the response.
-func tracedExcept(prefix string, f func(t *testing.T, rt http.RoundTripper, srv *testServer) []any) func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
-	g := traced(f)
-	return func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
-		out := g(t, rt, srv)
-		ev := out[len(out)-1].([]string)
-		var kept []string
-		for _, e := range ev {
-			if !strings.HasPrefix(e, prefix) {
-				kept = append(kept, e)
+// hookLanes describes what net/http guarantees about the order of its
+// httptrace hooks on one HTTP/1 request, where they are fired from more than
+// one goroutine: each lane is the hooks one goroutine fires, in program order
+// (so their relative order is fixed), and before lists the orders between
+// lanes that follow from a synchronisation (a channel hand-off, or the server
+// answering only what it has received). Hooks in different lanes with no
+// edge between them race in net/http, so only their presence is compared.
+type hookLanes struct {
+	lanes  [][]string
+	before [][2]string
+}
+
+// h1ContinueLanes: roundTrip takes the connection and hands the request to
+// the writer goroutine (headers, Wait100Continue after flushing them, the body
+// once the reader passes the 100 on, WroteRequest) and to the reader
+// goroutine (first byte, the 100, the final response, PutIdleConn once the
+// writer reported success).
+var h1ContinueLanes = hookLanes{
+	lanes: [][]string{
+		{"GetConn", "ConnectStart", "ConnectDone", "GotConn", "WroteHeaderField", "WroteHeaders", "Wait100Continue", "WroteRequest"},
+		{"GotFirstResponseByte", "Got100Continue", "Got1xx", "PutIdleConn"},
+	},
+	before: [][2]string{
+		{"WroteHeaders", "GotFirstResponseByte"}, // the server answers what it read
+		{"Got100Continue", "WroteRequest"},       // the body waits for the 100
+		{"WroteRequest", "PutIdleConn"},          // reuse waits for the write
+	},
+}
+
+// hookName is the hook an event records ("GotConn(reused=...)" -> "GotConn").
+func hookName(ev string) string {
+	if i := strings.IndexByte(ev, '('); i >= 0 {
+		return ev[:i]
+	}
+	return ev
+}
+
+// project returns, per lane, the events of that lane in the order recorded;
+// an event of no lane is an error in the description.
+func (l hookLanes) project(t *testing.T, ev []string) [][]string {
+	out := make([][]string, len(l.lanes))
+next:
+	for _, e := range ev {
+		for i, lane := range l.lanes {
+			for _, h := range lane {
+				if hookName(e) == h {
+					out[i] = append(out[i], e)
+					continue next
+				}
 			}
 		}
-		out[len(out)-1] = kept
-		return out
+		t.Errorf("trace event %q is in no lane", e)
 	}
+	return out
+}
+
+// checkBefore reports events violating a before edge: every event of the
+// first hook must precede every event of the second.
+func (l hookLanes) checkBefore(t *testing.T, who string, ev []string) {
+	for _, edge := range l.before {
+		lastA, firstB := -1, len(ev)
+		for i, e := range ev {
+			switch hookName(e) {
+			case edge[0]:
+				lastA = i
+			case edge[1]:
+				if i < firstB {
+					firstB = i
+				}
+			}
+		}
+		if lastA > firstB {
+			t.Errorf("%s: %s after %s in %v", who, edge[0], edge[1], ev)
+		}
+	}
+}
+
+// tracedLanes is traced for requests whose hooks net/http fires from several
+// goroutines. It waits (boundedly) until each hook in await has fired, since
+// net/http may fire it after RoundTrip returned. What it returns for
+// comparison is the per-lane projection of the events; both sequences must
+// respect the lanes' before edges, and ferry, which fires every hook from
+// the goroutine doing the exchange, must produce exactly ferryWant.
+func tracedLanes(l hookLanes, ferryWant []string, await []string, f func(t *testing.T, rt http.RoundTripper, srv *testServer) []any) func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+	return func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		rec := &traceRecorder{}
+		wrapped := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			return rt.RoundTrip(r.WithContext(httptraceWith(r.Context(), rec)))
+		})
+		out := f(t, wrapped, srv)
+		for _, h := range await {
+			rec.await(h, time.Minute)
+		}
+		ev := rec.events()
+		who := "net/http"
+		if _, ok := rt.(*Transport); ok {
+			who = "ferry"
+			if !reflect.DeepEqual(ev, ferryWant) {
+				t.Errorf("ferry trace order\n got: %v\nwant: %v", ev, ferryWant)
+			}
+		}
+		l.checkBefore(t, who, ev)
+		return append(out, l.project(t, ev))
+	}
+}
+
+// postExpectContinue POSTs a 4-byte body with "Expect: 100-continue".
+var postExpectContinue = one("POST", "/", func() io.Reader { return strings.NewReader("body") }, func(r *http.Request) { r.Header.Set("Expect", "100-continue") })
+
+// continueTrace is ferry's exact trace of postExpectContinue on a fresh
+// connection answered with 100 Continue, followed by tail.
+func continueTrace(tail ...string) []string {
+	return append([]string{
+		"GetConn", "ConnectStart", "ConnectDone(false)", "GotConn(reused=false,wasIdle=false)",
+		"WroteHeaderField(Host=HOST)", "WroteHeaderField(User-Agent=Go-http-client/1.1)",
+		"WroteHeaderField(Content-Length=4)", "WroteHeaderField(Expect=100-continue)",
+		"WroteHeaderField(Accept-Encoding=gzip)", "WroteHeaders", "Wait100Continue",
+		"GotFirstResponseByte", "Got100Continue", "Got1xx(100)", "WroteRequest(false)",
+	}, tail...)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

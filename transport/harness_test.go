@@ -264,15 +264,46 @@ func cleanHeader(h http.Header) http.Header {
 
 // traceRecorder collects the httptrace hooks in order.
 type traceRecorder struct {
-	mu  sync.Mutex // guards ev
-	ev  []string
-	opt bool // include DNS and connect hooks
+	mu    sync.Mutex // guards ev and added
+	ev    []string
+	added chan struct{} // closed (and replaced) when an event is added
+	opt   bool          // include DNS and connect hooks
 }
 
 func (r *traceRecorder) add(s string) {
 	r.mu.Lock()
 	r.ev = append(r.ev, s)
+	if r.added != nil {
+		close(r.added)
+		r.added = nil
+	}
 	r.mu.Unlock()
+}
+
+// await blocks until an event of the hook named h was recorded, or d passed
+// (then the event is missing and the comparison shows it).
+func (r *traceRecorder) await(h string, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		r.mu.Lock()
+		for _, e := range r.ev {
+			if hookName(e) == h {
+				r.mu.Unlock()
+				return
+			}
+		}
+		if r.added == nil {
+			r.added = make(chan struct{})
+		}
+		added := r.added
+		r.mu.Unlock()
+		select {
+		case <-added:
+		case <-timer.C:
+			return
+		}
+	}
 }
 
 func (r *traceRecorder) events() []string {
