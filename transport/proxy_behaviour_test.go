@@ -247,7 +247,7 @@ func TestProxyNoLeaks(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		round()
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	n := settle()
 	for n > base && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
