@@ -487,6 +487,52 @@ func tracedLanes(l hookLanes, ferryWant []string, await []string, f func(t *test
 	}
 }
 
+// h2TraceLanes: an HTTP/2 request's connection hooks and header encoding
+// (WroteHeaderField) run before its frames are flushed; WroteHeaders and
+// WroteRequest are reported after the flush by the goroutine writing the
+// request, GotFirstResponseByte by the connection's reader, so only the
+// header fields are ordered before the first response byte (in net/http's
+// HTTP/2 client and in ferry's alike).
+var h2TraceLanes = hookLanes{
+	lanes: [][]string{
+		{"GetConn", "ConnectStart", "ConnectDone", "TLSHandshakeStart", "TLSHandshakeDone", "GotConn", "WroteHeaderField", "WroteHeaders", "WroteRequest"},
+		{"GotFirstResponseByte"},
+	},
+	before: [][2]string{{"WroteHeaderField", "GotFirstResponseByte"}},
+}
+
+// tracedRequests is traced with a recorder per request, for requests whose
+// writer may report after the response was read (so after the next request
+// began): each request's events are awaited (boundedly) for the hooks in
+// await, checked against the lanes' before edges and returned as per-lane
+// projections, one per request.
+func tracedRequests(l hookLanes, await []string, f func(t *testing.T, rt http.RoundTripper, srv *testServer) []any) func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+	return func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		var mu sync.Mutex // guards recs
+		var recs []*traceRecorder
+		wrapped := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			rec := &traceRecorder{}
+			mu.Lock()
+			recs = append(recs, rec)
+			mu.Unlock()
+			return rt.RoundTrip(r.WithContext(httptraceWith(r.Context(), rec)))
+		})
+		out := f(t, wrapped, srv)
+		mu.Lock()
+		defer mu.Unlock()
+		var perRequest [][][]string
+		for i, rec := range recs {
+			for _, h := range await {
+				rec.await(h, time.Minute)
+			}
+			ev := rec.events()
+			l.checkBefore(t, fmt.Sprintf("%T request %d", rt, i), ev)
+			perRequest = append(perRequest, l.project(t, ev))
+		}
+		return append(out, perRequest)
+	}
+}
+
 // postExpectContinue POSTs a 4-byte body with "Expect: 100-continue".
 var postExpectContinue = one("POST", "/", func() io.Reader { return strings.NewReader("body") }, func(r *http.Request) { r.Header.Set("Expect", "100-continue") })
 
