@@ -20,8 +20,11 @@ type Conn interface {
 var ErrPoolClosed = errors.New("idlepool: pool closed")
 
 // ErrSharedAvailable is returned by an Acquire that was waiting on a full key
-// when a shared connection was added for that key (AddShared): the caller
-// should try GetShared, and Acquire again if that fails. It holds no slot.
+// when a shared connection was added for that key (AddShared) or one of its
+// streams was released (StreamReleased), and by an AcquireTurn that would
+// have waited although a stream may have become free since its
+// GetSharedTurn: the caller should try GetShared, and Acquire again if that
+// fails. It holds no slot.
 var ErrSharedAvailable = errors.New("idlepool: a shared connection became available")
 
 // ErrNilContext is returned by Acquire when it is given a nil context.
@@ -114,6 +117,18 @@ func (p *Pool[K, C]) keepsIdle() bool {
 // (ErrSharedAvailable, no slot held), or ctx is done (ctx.Err()). After Close
 // it returns ErrPoolClosed, and ErrNilContext for a nil ctx.
 func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Duration, reused bool, err error) {
+	return p.AcquireTurn(ctx, key, nil)
+}
+
+// AcquireTurn is Acquire for a request that also uses shared connections:
+// t carries what the request's last GetSharedTurn saw and its place in the
+// wait queue. If the key is full and a stream may have become free since
+// that GetSharedTurn (AddShared or StreamReleased ran in between),
+// AcquireTurn does not wait but returns ErrSharedAvailable at once, so no
+// wake-up falls between the two calls. A request that waits again after an
+// ErrSharedAvailable keeps its place in line ahead of later arrivals. A nil
+// t is Acquire.
+func (p *Pool[K, C]) AcquireTurn(ctx context.Context, key K, t *Turn) (c C, idleFor time.Duration, reused bool, err error) {
 	if ctx == nil {
 		return c, 0, false, ErrNilContext
 	}
@@ -172,7 +187,21 @@ func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Dura
 		p.closeAsync(expired)
 		return c, 0, false, nil
 	}
+	if t != nil && t.looked && t.gen != ks.streamGen {
+		s.mu.Unlock() // a stream may be free since the caller looked
+		p.closeAsync(expired)
+		return c, 0, false, ErrSharedAvailable
+	}
 	w := &waiter[C]{ch: make(chan waitResult[C], 1)}
+	if t != nil && t.seq != 0 {
+		w.seq = t.seq
+	} else {
+		ks.nextSeq++
+		w.seq = ks.nextSeq
+		if t != nil {
+			t.seq = w.seq
+		}
+	}
 	ks.waiters.push(w)
 	s.mu.Unlock()
 	p.counters.waits.Add(1)
@@ -212,6 +241,10 @@ func (p *Pool[K, C]) giveUp(key K, w *waiter[C]) {
 	// is there already.
 	r := <-w.ch
 	if r.err != nil {
+		if r.err == ErrSharedAvailable {
+			// Woken for a free stream it will not use: pass the wake-up on.
+			p.wakeForStream(key)
+		}
 		return
 	}
 	if r.reused {

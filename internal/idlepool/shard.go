@@ -41,6 +41,13 @@ type keyState[K comparable, C Conn] struct {
 
 	// waiters are Acquire calls waiting for a slot, first come first served.
 	waiters waitQueue[C]
+	// streamGen counts the moments a shared connection of this key may have
+	// gained a free stream (AddShared, StreamReleased); a Turn that saw an
+	// older value must look again before it waits. It is never reset, also
+	// when the keyState is recycled (a stale Turn then only looks again).
+	streamGen uint64
+	// nextSeq numbers waiters in arrival order (see waiter.seq).
+	nextSeq uint64
 	// idleIdx is the index of this key in shard.idleKeys, -1 when idle is empty.
 	idleIdx int
 	// sharedIdx is the index of this key in shard.sharedKeys, -1 when shared is empty.

@@ -59,6 +59,7 @@ func (p *Pool[K, C]) AddShared(key K, s SharedConn) {
 		ks.conns = 1
 	}
 	sh.addSharedLocked(ks, s)
+	ks.streamGen++
 	for ks.waiters.hand(waitResult[C]{err: ErrSharedAvailable}) {
 	}
 	sh.mu.Unlock()
@@ -70,16 +71,41 @@ func (p *Pool[K, C]) AddShared(key K, s SharedConn) {
 	}
 }
 
+// Turn is one request's state across GetSharedTurn and AcquireTurn calls
+// (see AcquireTurn). The zero Turn is a request that has not looked yet; a
+// Turn belongs to one request and one key and is not safe for concurrent
+// use.
+type Turn struct {
+	gen    uint64 // keyState.streamGen seen by the last GetSharedTurn
+	seq    uint64 // place in the wait queue once the request waited; 0: never
+	looked bool   // gen is set
+}
+
 // GetShared returns the first usable shared connection of key on which it
 // could reserve a stream. Connections found no longer Usable are dropped
 // from the pool (not closed: they may be finishing streams) and their slots
 // released. The connection methods run outside any lock.
 func (p *Pool[K, C]) GetShared(key K) (SharedConn, bool) {
+	return p.GetSharedTurn(key, nil)
+}
+
+// GetSharedTurn is GetShared that also records in t (when not nil) which
+// stream releases of key it has seen, for the AcquireTurn that follows a
+// miss.
+func (p *Pool[K, C]) GetSharedTurn(key K, t *Turn) (SharedConn, bool) {
 	sh, h := p.locate(key)
 	sh.mu.Lock()
 	var list []SharedConn
-	if ks := sh.lookupLocked(h, key); ks != nil {
+	ks := sh.lookupLocked(h, key)
+	if ks != nil {
 		list = ks.shared // copy-on-write: safe to read after unlocking
+	}
+	if t != nil {
+		t.looked = true
+		t.gen = 0
+		if ks != nil {
+			t.gen = ks.streamGen
+		}
 	}
 	sh.mu.Unlock()
 	for _, s := range list {
@@ -96,6 +122,33 @@ func (p *Pool[K, C]) GetShared(key K) (SharedConn, bool) {
 	}
 	p.counters.sharedMisses.Add(1)
 	return nil, false
+}
+
+// StreamReleased tells the pool that a shared connection of key may have
+// a free stream again (a stream ended or a reservation was given back): the
+// longest-waiting Acquire of key, if any, returns ErrSharedAvailable, and a
+// request between GetSharedTurn and AcquireTurn looks again instead of
+// waiting. The owner of a shared connection calls it for every released
+// stream, outside its own locks; a caller that is woken and finds no stream
+// (another request took it) waits again in its old place. Without
+// MaxConnsPerKey nobody waits and it does nothing.
+func (p *Pool[K, C]) StreamReleased(key K) {
+	if p.maxConns <= 0 {
+		return
+	}
+	p.wakeForStream(key)
+}
+
+// wakeForStream hands ErrSharedAvailable to the first waiter of key and
+// marks that a stream may be free.
+func (p *Pool[K, C]) wakeForStream(key K) {
+	sh, h := p.locate(key)
+	sh.mu.Lock()
+	if ks := sh.lookupLocked(h, key); ks != nil {
+		ks.streamGen++
+		ks.waiters.hand(waitResult[C]{err: ErrSharedAvailable})
+	}
+	sh.mu.Unlock()
 }
 
 // RemoveShared forgets s, a shared connection of key the caller saw die,

@@ -11,14 +11,18 @@ type waitResult[C Conn] struct {
 // waiter is one Acquire blocked on a full key. ch has room for exactly one
 // result, so handing it over never blocks and happens under the shard lock;
 // queued (guarded by the shard's mu) tells a cancelling waiter whether it was
-// handed something already.
+// handed something already. seq is the waiter's place in line: assigned from
+// keyState.nextSeq when a request first waits, and kept in its Turn, so a
+// request that was woken for a stream, lost it, and waits again goes back to
+// its old place rather than to the end.
 type waiter[C Conn] struct {
 	ch     chan waitResult[C]
 	queued bool
+	seq    uint64
 }
 
-// waitQueue is a FIFO of waiters of one key: a slice with a moving head,
-// compacted when the head passes half of it.
+// waitQueue is a FIFO of waiters of one key, ordered by seq: a slice with a
+// moving head, compacted when the head passes half of it.
 type waitQueue[C Conn] struct {
 	q    []*waiter[C]
 	head int
@@ -26,6 +30,8 @@ type waitQueue[C Conn] struct {
 
 func (wq *waitQueue[C]) len() int { return len(wq.q) - wq.head }
 
+// push queues w in seq order: at the end for a new waiter (the highest
+// seq), before later arrivals for one that waits again.
 func (wq *waitQueue[C]) push(w *waiter[C]) {
 	if wq.head > 0 && wq.head >= len(wq.q)/2 {
 		n := copy(wq.q, wq.q[wq.head:])
@@ -35,6 +41,9 @@ func (wq *waitQueue[C]) push(w *waiter[C]) {
 	}
 	w.queued = true
 	wq.q = append(wq.q, w)
+	for i := len(wq.q) - 1; i > wq.head && wq.q[i-1].seq > w.seq; i-- {
+		wq.q[i], wq.q[i-1] = wq.q[i-1], wq.q[i]
+	}
 }
 
 // popFront removes and returns the longest-waiting waiter, or nil.
