@@ -292,11 +292,13 @@ var h2Rows = []h2Row{
 		o0 := observe(rt, newReq(t, "GET", s.URL+"/warm", nil))
 		s.waitArrivals(t, 1)
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan observation, 1)
-		go func() { done <- observe(rt, newReq(t, "GET", s.URL+"/slow", nil).WithContext(ctx)) }()
+		// RoundTrip returns once the handler flushed the head; the stream is
+		// then canceled while its body is awaited. (Canceling when the
+		// request reached the handler raced with the head's arrival.)
+		resp, err := rt.RoundTrip(newReq(t, "GET", s.URL+"/slow", nil).WithContext(ctx))
 		s.waitArrivals(t, 1)
 		cancel()
-		o1 := <-done
+		o1 := observeResponse(resp, err)
 		o2 := observe(rt, newReq(t, "GET", s.URL+"/after", nil))
 		return []any{o0.Body, o1.Status, o1.Err, o1.BodyErr, o2.Status, o2.Body, o2.Err}
 	}, wantProto: "HTTP/2.0", wantConns: 1},

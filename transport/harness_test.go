@@ -227,7 +227,12 @@ func errKind(err error) string {
 
 // observe performs req with rt and reads the whole body.
 func observe(rt http.RoundTripper, req *http.Request) observation {
-	resp, err := rt.RoundTrip(req)
+	return observeResponse(rt.RoundTrip(req))
+}
+
+// observeResponse is observe for a RoundTrip already made: it reads the
+// whole body.
+func observeResponse(resp *http.Response, err error) observation {
 	if err != nil {
 		return observation{Err: errKind(err) + ": " + normalizeErr(err)}
 	}

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -19,42 +18,26 @@ import (
 // which requests go through it, and whether the type assertion libraries
 // do on http.DefaultTransport still works.
 
-var adoptBuild struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-// buildAdoptPrograms builds the testdata programs once per test binary.
+// buildAdoptPrograms builds the testdata programs into a directory the test
+// owns (removed when it ends, so -count=N rebuilds rather than finding the
+// programs of an earlier iteration gone); the go build cache keeps it cheap.
 func buildAdoptPrograms(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds programs")
 	}
-	adoptBuild.once.Do(func() {
-		dir, err := os.MkdirTemp("", "ferry-adopt")
+	dir := t.TempDir()
+	for _, p := range []string{"adopt", "adoptblank"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, p), "./testdata/"+p).CombinedOutput()
 		if err != nil {
-			adoptBuild.err = err
-			return
+			t.Fatalf("go build %s: %v\n%s", p, err, out)
 		}
-		adoptBuild.dir = dir
-		for _, p := range []string{"adopt", "adoptblank"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, p), "./testdata/"+p).CombinedOutput()
-			if err != nil {
-				adoptBuild.err = errors.New("go build " + p + ": " + err.Error() + "\n" + string(out))
-				return
-			}
-		}
-	})
-	if adoptBuild.err != nil {
-		t.Fatal(adoptBuild.err)
 	}
-	return adoptBuild.dir
+	return dir
 }
 
 func TestInstallPrograms(t *testing.T) {
 	dir := buildAdoptPrograms(t)
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	tests := []struct {
 		name       string
 		prog       string
