@@ -16,8 +16,10 @@ import (
 // no DNS, no dial, no setsockopt), then a dial with the slot the pool
 // reserved. For a key that is not h1Only a shared (HTTP/2) connection with
 // a free stream is asked for first (idlepool.GetShared), and
-// idlepool.ErrSharedAvailable from Acquire means "ask again"; the dial for
-// such a key is coalesced with concurrent ones (dialAny, h2.go).
+// idlepool.ErrSharedAvailable from Acquire means "ask again" (a shared
+// connection was added, or with MaxConnsPerHost one of its streams freed);
+// an idlepool.Turn carries the request's place in line across those asks.
+// The dial for such a key is coalesced with concurrent ones (dialAny, h2.go).
 
 // getConn returns a connection for key, firing GetConn and, for an
 // HTTP/1 connection, GotConn: an exclusive *h1Conn, or a shared connection
@@ -27,13 +29,20 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 	if trace != nil && trace.GetConn != nil {
 		trace.GetConn(ds.firstHop(key))
 	}
+	// turn keeps this request's place between looking for a stream and
+	// waiting, so a stream freed in between is not missed (shared keys).
+	var turn idlepool.Turn
+	var tp *idlepool.Turn
+	if !key.h1Only {
+		tp = &turn
+	}
 	for {
-		if !key.h1Only {
-			if s, ok := t.pool.GetShared(key); ok {
+		if tp != nil {
+			if s, ok := t.pool.GetSharedTurn(key, tp); ok {
 				return nil, s.(sharedConn), nil
 			}
 		}
-		pc, idleFor, reused, err := t.pool.Acquire(ctx, key)
+		pc, idleFor, reused, err := t.pool.AcquireTurn(ctx, key, tp)
 		if err != nil {
 			if errors.Is(err, idlepool.ErrSharedAvailable) {
 				continue

@@ -49,8 +49,9 @@
 //     DialTLSContext) is registered in the pool as a shared connection;
 //     requests take a stream on it while it has one. When every connection
 //     to the origin is at the server's SETTINGS_MAX_CONCURRENT_STREAMS,
-//     another is opened, unless HTTP2.StrictMaxConcurrentRequests (or
-//     MaxConnsPerHost, see below) makes the request wait for a stream.
+//     another is opened, unless HTTP2.StrictMaxConcurrentRequests makes the
+//     request wait for a stream inside x/net, or MaxConnsPerHost (see
+//     below) is reached.
 //   - First dials: concurrent requests that find nothing in the pool for an
 //     origin not known to speak HTTP/1 wait for one dial instead of each
 //     dialling; if it speaks HTTP/2 they share it, if it speaks HTTP/1 (or
@@ -82,9 +83,16 @@
 //   - TLSNextProto: a caller's function for the negotiated protocol is
 //     handed the *tls.Conn and its RoundTripper then serves every request
 //     of that origin (until CloseIdleConnections), as in net/http.
-//   - MaxConnsPerHost counts each HTTP/2 connection once; with it set, a
-//     request that finds every connection full waits for a stream (strict
-//     mode) rather than queueing for a connection slot.
+//   - MaxConnsPerHost counts each HTTP/2 connection once and is a hard
+//     limit: a request that finds every connection full and the limit
+//     reached waits in the pool, in arrival order and cancellable, and is
+//     woken when a stream frees (a stream x/net still counts, such as a
+//     reset one awaiting its PING acknowledgement, wakes it once x/net has
+//     forgotten it); a second stream on a new connection waits for the
+//     server's SETTINGS. This differs from net/http on purpose: net/http
+//     1.26 gives a full HTTP/2 connection's slot back and dials another
+//     (10 concurrent requests, 2 streams per connection, MaxConnsPerHost 1:
+//     net/http opens 3 to 5 connections, ferry 1).
 //
 // The HTTP/2 framing is golang.org/x/net/http2, used only through
 // internal/h2conn (on Go 1.27 and later x/net wraps net/http's own client).

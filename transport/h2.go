@@ -64,10 +64,11 @@ func (t *Transport) initH2() {
 		ExpectContinueTimeout:  t.ExpectContinueTimeout,
 		ResponseHeaderTimeout:  t.ResponseHeaderTimeout,
 		// With MaxConnsPerHost a request that finds every connection full
-		// waits for a stream: the pool wakes connection waiters on a put
-		// or a released slot, never on a freed stream.
-		StrictMaxConcurrentStreams: t.MaxConnsPerHost > 0,
-		Clock:                      t.h2.clock,
+		// waits in the pool, which each connection wakes when a stream
+		// frees (OnStreamFree in dialAny): x/net's strict mode would let
+		// waiting requests hold stream reservations against the server's
+		// limit.
+		Clock: t.h2.clock,
 	}
 }
 
@@ -123,6 +124,10 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 	if !sc.ReserveStream() {
 		sc.Close()
 		return nil, nil, false, errors.New("ferry/transport: new HTTP/2 connection refused its first stream")
+	}
+	if c, ok := sc.(*h2conn.Conn); ok && t.MaxConnsPerHost > 0 {
+		// Requests wait in the pool for a stream of this connection.
+		c.OnStreamFree(func() { t.pool.StreamReleased(key) })
 	}
 	t.h2.live.add(sc, key)
 	t.pool.AddShared(key, sc)

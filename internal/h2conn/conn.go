@@ -52,6 +52,9 @@ type Conn struct {
 	dead bool
 	// closed: Close of the x/net connection has been started.
 	closed bool
+
+	// free is the OnStreamFree hook (streamfree.go).
+	free streamFreeHook
 }
 
 // NewClientConn makes nc an HTTP/2 client connection: it writes the client
@@ -122,6 +125,16 @@ func (c *Conn) ReserveStream() bool {
 	othersBusy := c.busy > 1
 	c.mu.Unlock()
 
+	if othersBusy && !c.peerLimitKnown() {
+		// Until the server's SETTINGS arrive x/net allows 100 streams; a
+		// pool waiting for streams gets one stream only, then is woken.
+		c.mu.Lock()
+		c.busy--
+		c.unstarted--
+		c.mu.Unlock()
+		c.watchLater()
+		return false
+	}
 	if c.cc.ReserveNewRequest() {
 		c.mu.Lock()
 		c.xres++
@@ -268,11 +281,13 @@ func (c *Conn) release(checkXnet bool) {
 	c.mu.Unlock()
 	if closeIt {
 		c.cc.Close()
+		c.streamFreed()
 		return
 	}
 	if idle && !dead && checkXnet && !c.cc.CanTakeNewRequest() && c.confirmUnusable() && c.markDead() {
 		c.closeNow()
 	}
+	c.streamFreed()
 }
 
 // confirmUnusable is asked when x/net refuses a new stream although none of
@@ -282,7 +297,12 @@ func (c *Conn) release(checkXnet bool) {
 // before its request body did), it is only full.
 func (c *Conn) confirmUnusable() bool {
 	st := c.cc.State()
-	return st.Closed || st.Closing || st.StreamsActive+st.StreamsReserved+st.StreamsPending == 0
+	if st.Closed || st.Closing {
+		return true
+	}
+	// Nothing in flight: unusable unless x/net was only full a moment ago
+	// (a stream forgotten, or a reset acknowledged, since it refused).
+	return st.StreamsActive+st.StreamsReserved+st.StreamsPending == 0 && !c.cc.CanTakeNewRequest()
 }
 
 // markDead stops new slots and reports whether the caller must close the

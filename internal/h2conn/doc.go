@@ -17,6 +17,10 @@
 //     With Config.StrictMaxConcurrentStreams (or
 //     HTTP2Config.StrictMaxConcurrentRequests) it succeeds while the
 //     connection is usable and RoundTrip waits for a free stream.
+//   - OnStreamFree installs a callback (the pool's StreamReleased for the
+//     connection's key) called after each released slot once x/net agrees a
+//     stream is free, and when the connection dies; with it set, a second
+//     stream is not reserved before the server's SETTINGS arrived.
 //   - RoundTrip sends one request in the slot. The slot is released exactly
 //     once: when RoundTrip fails, when the response has no body, when the body
 //     reaches EOF (before the caller sees EOF) or fails, or when it is closed.

@@ -28,4 +28,5 @@ func (w deathWatch) MarkDead(*http2.ClientConn) {
 	if w.c.markDead() {
 		go w.c.closeNow()
 	}
+	w.c.deathFreed()
 }

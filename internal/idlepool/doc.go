@@ -59,7 +59,16 @@
 // Acquire waits in FIFO order when the key is full. A put hands the connection
 // straight to the first waiter; a released slot becomes the first waiter's
 // permission to dial. A waiter whose context ends as it is handed something
-// gives it back (Put or Release), so nothing is lost.
+// gives it back (Put or Release, or passes a stream wake-up on), so nothing
+// is lost.
+//
+// A request that shares connections also waits for a stream: the owner of a
+// shared connection calls StreamReleased(key) for every freed stream, which
+// hands the first waiter ErrSharedAvailable. A Turn (GetSharedTurn, then
+// AcquireTurn) remembers the key's release count seen by the look, so a
+// release between the look and the wait sends the request to look again
+// instead of waiting, and a woken request that lost the stream to another
+// waits again in its old place.
 //
 // # Closing
 //

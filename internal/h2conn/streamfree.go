@@ -1,0 +1,120 @@
+package h2conn
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Telling the pool that a stream became free. A pool that makes requests
+// wait for a stream (ferry's, with MaxConnsPerHost) needs to hear of every
+// slot released, but only once x/net agrees the stream is free: x/net keeps
+// counting a stream we released until it has forgotten it (a request body
+// still uploading after the response ended, a reset stream awaiting its
+// PING acknowledgement, cleanup on x/net's own goroutine). A release that
+// x/net does not yet see starts a watcher that waits, with short growing
+// sleeps, until x/net has room or the connection dies, and then tells the
+// pool. x/net offers no notification for that moment; the watcher runs only
+// in that case, only with a hook set, and at most one per connection.
+
+// streamFreeHook holds the OnStreamFree callback and the lag watcher state.
+type streamFreeHook struct {
+	fn       atomic.Pointer[func()]
+	settled  atomic.Bool   // the server's SETTINGS were seen (hook set only)
+	watching atomic.Bool   // a lag watcher goroutine is running
+	lagged   atomic.Uint64 // releases that found x/net still full
+}
+
+// lagPollMin and lagPollMax bound the watcher's sleeps between checks.
+const (
+	lagPollMin = 50 * time.Microsecond
+	lagPollMax = 5 * time.Millisecond
+)
+
+// OnStreamFree sets fn to be called, outside any lock of the connection,
+// each time a slot is released and x/net has room for a new stream, and
+// when the connection stops taking streams (so that waiters look again and
+// find it unusable). fn must not block. A nil fn removes the hook; without
+// one nothing is done on release. Set it before the connection is shared.
+func (c *Conn) OnStreamFree(fn func()) {
+	if fn == nil {
+		c.free.fn.Store(nil)
+		return
+	}
+	c.free.fn.Store(&fn)
+}
+
+// streamFreed runs after a slot was released.
+func (c *Conn) streamFreed() {
+	fn := c.free.fn.Load()
+	if fn == nil {
+		return
+	}
+	if c.isDead() || c.roomForStream() {
+		(*fn)()
+		return
+	}
+	c.watchLater()
+}
+
+// watchLater makes the lag watcher call the hook once x/net has room.
+func (c *Conn) watchLater() {
+	c.free.lagged.Add(1)
+	if c.free.watching.CompareAndSwap(false, true) {
+		go c.watchLag()
+	}
+}
+
+// peerLimitKnown reports whether a second stream may be reserved: always
+// without a hook; with one, only once the server's first SETTINGS (and so
+// its SETTINGS_MAX_CONCURRENT_STREAMS) arrived. State takes x/net's write
+// lock, so it is asked only until the answer is yes.
+func (c *Conn) peerLimitKnown() bool {
+	if c.free.fn.Load() == nil || c.free.settled.Load() {
+		return true
+	}
+	if c.cc.State().MaxConcurrentStreams == 0 {
+		return false
+	}
+	c.free.settled.Store(true)
+	return true
+}
+
+// roomForStream reports whether x/net would take a new stream now.
+func (c *Conn) roomForStream() bool {
+	return c.peerLimitKnown() && c.cc.CanTakeNewRequest()
+}
+
+// deathFreed tells the hook that the connection will take no more streams.
+// It does not call into x/net (x/net may hold its own locks when it reports
+// a death).
+func (c *Conn) deathFreed() {
+	if fn := c.free.fn.Load(); fn != nil {
+		(*fn)()
+	}
+}
+
+// watchLag waits until x/net has room for a stream (or the connection is
+// dead), calls the hook, and goes on while releases arrived meanwhile.
+func (c *Conn) watchLag() {
+	for {
+		seen := c.free.lagged.Load()
+		pause := lagPollMin
+		for !c.isDead() && !c.roomForStream() {
+			time.Sleep(pause)
+			pause = min(2*pause, lagPollMax)
+		}
+		if fn := c.free.fn.Load(); fn != nil {
+			(*fn)()
+		}
+		c.free.watching.Store(false)
+		if c.free.lagged.Load() == seen || !c.free.watching.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+func (c *Conn) isDead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dead
+}
