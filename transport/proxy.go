@@ -236,6 +236,11 @@ func (t *Transport) dialProxyHop(ctx context.Context, key connKey, ds *dialState
 	}
 	var sock *dialer.Conn // the socket to the proxy when ferry dialled it
 	var first net.Conn    // the connection the dial hook returned
+	// The hook works on a copy of ds, written back below: capturing ds
+	// itself would move every request's dialState to the heap, pooled hits
+	// included.
+	hop := *ds
+	defer func() { ds.addrs, ds.resolved = hop.addrs, hop.resolved }()
 	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		var err error
@@ -251,7 +256,7 @@ func (t *Transport) dialProxyHop(ctx context.Context, key connKey, ds *dialState
 			if serr != nil {
 				return nil, serr
 			}
-			sock, err = t.dialItself(ctx, host, port, ds)
+			sock, err = t.dialItself(ctx, host, port, &hop)
 			if sock != nil {
 				c = sock.Conn
 			}
