@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -291,9 +292,17 @@ var scenarios = []scenario{
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		// close right away although keep-alive was implied
 	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		// A GET retries on a fresh connection either way. The streamed POST
+		// cannot be retried, so it must find the closed connection already
+		// out of the pool: ferry checks an idle connection before reusing it
+		// for such a request; net/http drops it when its reader goroutine
+		// sees the EOF, so wait for net/http's close of it.
+		closes := watchClientCloses(rt)
 		o1 := observe(rt, newReq(t, "GET", srv.URL, nil))
 		waitConnsClosed(srv)
 		o2 := observe(rt, newReq(t, "GET", srv.URL, nil))
+		waitConnsClosed(srv)
+		closes.await(t, 2)
 		o3 := observe(rt, newReq(t, "POST", srv.URL, &streamBody{strings.NewReader("x")}))
 		return []any{o1, o2, o3}
 	}},
@@ -326,6 +335,72 @@ var scenarios = []scenario{
 	{name: "tracing/get-twice", handler: hello, run: traced(gets(2, "/"))},
 	{name: "tracing/post", handler: hello, run: traced(one("POST", "/", func() io.Reader { return strings.NewReader("abc") }, nil))},
 	{name: "tracing/tls", tls: true, handler: hello, run: traced(gets(2, "/"))},
+}
+
+// clientCloses counts the connections a net/http Transport closed.
+type clientCloses struct {
+	mu     sync.Mutex // guards n
+	n      int
+	closed chan struct{} // one send per close
+}
+
+// watchClientCloses makes a net/http Transport (before its first request)
+// dial connections whose Close is counted; for ferry it returns a watch
+// that awaits nothing.
+func watchClientCloses(rt http.RoundTripper) *clientCloses {
+	std, ok := rt.(*http.Transport)
+	if !ok {
+		return nil
+	}
+	w := &clientCloses{closed: make(chan struct{}, 64)}
+	std.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &closeCountingConn{Conn: c, w: w}, nil
+	}
+	return w
+}
+
+// await waits (boundedly) until n connections were closed.
+func (w *clientCloses) await(t *testing.T, n int) {
+	t.Helper()
+	if w == nil {
+		return
+	}
+	deadline := time.After(time.Minute)
+	for {
+		w.mu.Lock()
+		got := w.n
+		w.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-w.closed:
+		case <-deadline:
+			t.Fatalf("net/http closed %d connections, want %d", got, n)
+		}
+	}
+}
+
+type closeCountingConn struct {
+	net.Conn
+	w    *clientCloses
+	once sync.Once
+}
+
+func (c *closeCountingConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.w.mu.Lock()
+		c.w.n++
+		c.w.mu.Unlock()
+		c.w.closed <- struct{}{}
+	})
+	return err
 }
 
 // waitConnsClosed waits until a scripted server has closed every connection.
