@@ -103,17 +103,28 @@ func TestUDPPortTakenRetries(t *testing.T) {
 }
 
 func TestExplicitPortUDPTaken(t *testing.T) {
-	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer udp.Close()
-	addr := udp.LocalAddr().String()
-	srv := Wrap(&http.Server{Addr: addr, TLSConfig: testCert.ServerConfig()})
-	err = srv.ListenTLS("", "")
-	if err == nil {
-		srv.Close()
-		t.Skip("TCP and UDP both bound; the UDP port was not exclusive here")
+	// The kernel picks a free UDP port; the TCP port of the same number may
+	// be in use (another process's listener or outgoing connection), which
+	// is not the case under test: then try another port.
+	var addr string
+	var err error
+	for attempt := 0; ; attempt++ {
+		udp, lerr := net.ListenPacket("udp", "127.0.0.1:0")
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		addr = udp.LocalAddr().String()
+		srv := Wrap(&http.Server{Addr: addr, TLSConfig: testCert.ServerConfig()})
+		err = srv.ListenTLS("", "")
+		udp.Close()
+		if err == nil {
+			srv.Close()
+			t.Skip("TCP and UDP both bound; the UDP port was not exclusive here")
+		}
+		if errors.Is(err, syscall.EADDRINUSE) && strings.Contains(err.Error(), "TCP listen") && attempt < 20 {
+			continue
+		}
+		break
 	}
 	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), "UDP") {
 		t.Fatalf("ListenTLS: %v, want EADDRINUSE naming UDP", err)
