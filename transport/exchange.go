@@ -14,16 +14,22 @@ import (
 // written by a goroutine of its own (exchangeAsync), so that a server may
 // answer before reading it all.
 
-// responseAndBody puts the Response and its body reader in one allocation.
+// responseAndBody puts the Response, its body reader and the backing array
+// of its first head's header values in one allocation.
 type responseAndBody struct {
 	resp http.Response
 	body h1Body
+	vals [8]string
 }
 
 // headState is the bookkeeping of reading response heads for one request.
 type headState struct {
 	budget    int64 // header bytes still allowed
 	firstByte bool  // GotFirstResponseByte has fired
+	// spare backs the header values of the next head parsed (the
+	// response's own allocation); it is used by one head only, so a 1xx
+	// header handed to Got1xxResponse is never overwritten.
+	spare []string
 }
 
 // roundTrip runs o's exchange on pc. On error the connection is closed and
@@ -117,7 +123,9 @@ func (pc *h1Conn) readOneHead(resp *http.Response, hs *headState) error {
 		return pc.headReadError(err, false)
 	}
 	hs.budget -= int64(len(head))
-	return pc.parseHead(head, resp)
+	spare := hs.spare
+	hs.spare = nil
+	return pc.parseHead(head, resp, spare)
 }
 
 // readResponse reads heads until a final one, skipping 1xx responses
@@ -125,6 +133,7 @@ func (pc *h1Conn) readOneHead(resp *http.Response, hs *headState) error {
 func (pc *h1Conn) readResponse(o *outgoing, hs *headState) (*http.Response, error) {
 	rb := new(responseAndBody)
 	resp := &rb.resp
+	hs.spare = rb.vals[:]
 	for {
 		if err := pc.awaitFirstByte(o, hs); err != nil {
 			return nil, err
@@ -223,13 +232,14 @@ func (pc *h1Conn) detach() {
 }
 
 // parseHead parses one response head into resp, sizing the header map
-// from this connection's moving average of header counts.
-func (pc *h1Conn) parseHead(head string, resp *http.Response) error {
+// from this connection's moving average of header counts; spare, when not
+// nil, backs the first header values.
+func (pc *h1Conn) parseHead(head string, resp *http.Response, spare []string) error {
 	line, rest := nextLine(head)
 	if err := parseStatusLine(line, resp); err != nil {
 		return err
 	}
-	h, n, err := parseHeaderFields(rest, (pc.hdrEstimate+15)/16)
+	h, n, err := parseHeaderFieldsInto(rest, (pc.hdrEstimate+15)/16, spare)
 	if err != nil {
 		return err
 	}

@@ -16,9 +16,10 @@ import (
 // connection's bufio.Reader with two SIMD searches and copied once into a
 // single string; the status text, the protocol, canonical keys and every
 // header value are substrings of it. The values share one []string backing
-// array and the map is pre-sized from headerEstimate, a moving average of the
-// header counts this connection has seen (the parser learns the size, the
-// map is not special-cased). A head larger than the read buffer takes a slow
+// array (for the first head of a response, an array inside the Response's
+// own allocation) and the map is pre-sized from headerEstimate, a moving
+// average of the header counts this connection has seen (the parser learns
+// the size, the map is not special-cased). A head larger than the read buffer takes a slow
 // path that accumulates lines.
 
 // headerLimitError is the error for a head over MaxResponseHeaderBytes,
@@ -196,12 +197,21 @@ func trimOWS(s string) string {
 // status line, through the blank line) into a new header map sized for
 // hint entries. It returns the header and the number of field lines.
 func parseHeaderFields(s string, hint int) (http.Header, int, error) {
+	return parseHeaderFieldsInto(s, hint, nil)
+}
+
+// parseHeaderFieldsInto is parseHeaderFields with the values backed by
+// spare first, when not nil (saving an allocation).
+func parseHeaderFieldsInto(s string, hint int, spare []string) (http.Header, int, error) {
 	if len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
 		line, _ := nextLine(s)
 		return nil, 0, protocolError(fmt.Sprintf("malformed MIME header initial line: %q", line))
 	}
 	h := make(http.Header, hint)
-	strs := make([]string, hint)
+	strs := spare // when more keys come than spare holds, more is made below
+	if strs == nil {
+		strs = make([]string, hint)
+	}
 	fields := 0
 	for {
 		var line string
