@@ -15,11 +15,13 @@ import (
 // answer before reading it all.
 
 // responseAndBody puts the Response, its body reader and the backing array
-// of its first head's header values in one allocation.
+// of its first head's first header values in one allocation. Four values
+// keep it in the 288-byte size class (224 without them), so the bytes equal
+// those of the separate values slice they replace.
 type responseAndBody struct {
 	resp http.Response
 	body h1Body
-	vals [8]string
+	vals [4]string
 }
 
 // headState is the bookkeeping of reading response heads for one request.
