@@ -22,7 +22,8 @@ import (
 // server's limit and could hang). net/http 1.26 does not keep the limit
 // here: a request that finds its HTTP/2 connection full gives the
 // connection's slot back and dials another (5 connections for the 10
-// requests below), which is logged, not asserted.
+// requests below), which is logged, not asserted; so are net/http's request
+// errors (Go 1.27's client at times exceeds the server's stream limit).
 
 // streamLimitedH2 is a TLS HTTP/2 server allowing maxStreams concurrent
 // streams per connection; it counts connections and the most streams it
@@ -134,6 +135,13 @@ func TestH2MaxConnsPerHostWaitsForStreams(t *testing.T) {
 				wg.Wait()
 				close(errs)
 				for err := range errs {
+					if impl == "nethttp" {
+						// Go 1.27's own client at times opens a stream
+						// beyond the server's limit (PROTOCOL_ERROR,
+						// over_max_streams): not ferry's to assert.
+						t.Logf("net/http: request failed: %v", err)
+						continue
+					}
 					t.Fatalf("request failed: %v", err)
 				}
 				if ctx.Err() != nil {

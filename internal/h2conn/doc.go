@@ -20,7 +20,9 @@
 //   - OnStreamFree installs a callback (the pool's StreamReleased for the
 //     connection's key) called after each released slot once x/net agrees a
 //     stream is free, and when the connection dies; with it set, a second
-//     stream is not reserved before the server's SETTINGS arrived.
+//     stream is not reserved before the server's SETTINGS arrived (known
+//     from the ack of one PING sent when the hook is set, or from a
+//     response: ClientConnState cannot tell in wrapped mode).
 //   - RoundTrip sends one request in the slot. The slot is released exactly
 //     once: when RoundTrip fails, when the response has no body, when the body
 //     reaches EOF (before the caller sees EOF) or fails, or when it is closed.

@@ -62,6 +62,7 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.release(true)
 		return nil, err
 	}
+	c.peerFrameSeen()
 	if isEmptyBody(resp.Body) {
 		c.release(true)
 		return resp, nil
