@@ -215,18 +215,7 @@ func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody) (*http.Respon
 
 // detach disarms cancellation for a connection handed to the caller.
 func (pc *h1Conn) detach() {
-	if pc.stopCtx != nil {
-		pc.stopCtx()
-		pc.stopCtx = nil
-	}
-	if pc.legacyStop != nil {
-		close(pc.legacyStop)
-		pc.legacyStop = nil
-	}
-	if pc.registered {
-		pc.t.cancels.unregister(pc.req)
-		pc.registered = false
-	}
+	pc.disarmCancel()
 	pc.abortMu.Lock()
 	pc.gen++
 	pc.abortMu.Unlock()

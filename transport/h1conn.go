@@ -189,10 +189,10 @@ func (pc *h1Conn) startRequest(ctx context.Context, req *http.Request, trace *ht
 	pc.registered = true
 }
 
-// finish ends the request in flight: cancellation is disarmed, and the
-// connection goes back to the pool when reusable (and nothing aborted it),
-// otherwise it is closed. It runs exactly once per request.
-func (pc *h1Conn) finish(reusable bool) {
+// disarmCancel stops watching the request's context, its legacy Cancel
+// channel and its CancelRequest registration. The caller then bumps pc.gen
+// under abortMu so a cancellation that raced it is ignored.
+func (pc *h1Conn) disarmCancel() {
 	if pc.stopCtx != nil {
 		pc.stopCtx()
 		pc.stopCtx = nil
@@ -205,6 +205,13 @@ func (pc *h1Conn) finish(reusable bool) {
 		pc.t.cancels.unregister(pc.req)
 		pc.registered = false
 	}
+}
+
+// finish ends the request in flight: cancellation is disarmed, and the
+// connection goes back to the pool when reusable (and nothing aborted it),
+// otherwise it is closed. It runs exactly once per request.
+func (pc *h1Conn) finish(reusable bool) {
+	pc.disarmCancel()
 	pc.abortMu.Lock()
 	pc.gen++
 	aborted := pc.abortErr != nil
