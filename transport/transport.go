@@ -3,9 +3,11 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -207,46 +209,8 @@ func From(t *http.Transport) *Transport {
 	if t == nil {
 		return New()
 	}
-	f := &Transport{
-		Proxy:                  t.Proxy,
-		OnProxyConnectResponse: t.OnProxyConnectResponse,
-		DialContext:            t.DialContext,
-		Dial:                   t.Dial,
-		DialTLSContext:         t.DialTLSContext,
-		DialTLS:                t.DialTLS,
-		TLSHandshakeTimeout:    t.TLSHandshakeTimeout,
-		DisableKeepAlives:      t.DisableKeepAlives,
-		DisableCompression:     t.DisableCompression,
-		MaxIdleConns:           t.MaxIdleConns,
-		MaxIdleConnsPerHost:    t.MaxIdleConnsPerHost,
-		MaxConnsPerHost:        t.MaxConnsPerHost,
-		IdleConnTimeout:        t.IdleConnTimeout,
-		ResponseHeaderTimeout:  t.ResponseHeaderTimeout,
-		ExpectContinueTimeout:  t.ExpectContinueTimeout,
-		ProxyConnectHeader:     t.ProxyConnectHeader.Clone(),
-		GetProxyConnectHeader:  t.GetProxyConnectHeader,
-		MaxResponseHeaderBytes: t.MaxResponseHeaderBytes,
-		ForceAttemptHTTP2:      t.ForceAttemptHTTP2,
-		WriteBufferSize:        t.WriteBufferSize,
-		ReadBufferSize:         t.ReadBufferSize,
-	}
-	if t.TLSClientConfig != nil {
-		f.TLSClientConfig = t.TLSClientConfig.Clone()
-	}
-	if t.TLSNextProto != nil {
-		f.TLSNextProto = make(map[string]func(string, *tls.Conn) http.RoundTripper, len(t.TLSNextProto))
-		for k, v := range t.TLSNextProto {
-			f.TLSNextProto[k] = v
-		}
-	}
-	if t.HTTP2 != nil {
-		h := *t.HTTP2
-		f.HTTP2 = &h
-	}
-	if t.Protocols != nil {
-		p := *t.Protocols
-		f.Protocols = &p
-	}
+	f := &Transport{}
+	copyStdSettings(f, reflect.ValueOf(t).Elem())
 	return f
 }
 
@@ -254,50 +218,57 @@ func From(t *http.Transport) *Transport {
 // fresh connection state.
 func (t *Transport) Clone() *Transport {
 	c := &Transport{
-		Proxy:                  t.Proxy,
-		OnProxyConnectResponse: t.OnProxyConnectResponse,
-		DialContext:            t.DialContext,
-		Dial:                   t.Dial,
-		DialTLSContext:         t.DialTLSContext,
-		DialTLS:                t.DialTLS,
-		TLSHandshakeTimeout:    t.TLSHandshakeTimeout,
-		DisableKeepAlives:      t.DisableKeepAlives,
-		DisableCompression:     t.DisableCompression,
-		MaxIdleConns:           t.MaxIdleConns,
-		MaxIdleConnsPerHost:    t.MaxIdleConnsPerHost,
-		MaxConnsPerHost:        t.MaxConnsPerHost,
-		IdleConnTimeout:        t.IdleConnTimeout,
-		ResponseHeaderTimeout:  t.ResponseHeaderTimeout,
-		ExpectContinueTimeout:  t.ExpectContinueTimeout,
-		ProxyConnectHeader:     t.ProxyConnectHeader.Clone(),
-		GetProxyConnectHeader:  t.GetProxyConnectHeader,
-		MaxResponseHeaderBytes: t.MaxResponseHeaderBytes,
-		ForceAttemptHTTP2:      t.ForceAttemptHTTP2,
-		WriteBufferSize:        t.WriteBufferSize,
-		ReadBufferSize:         t.ReadBufferSize,
-		Resolver:               t.Resolver,
-		DNSCacheTTL:            t.DNSCacheTTL,
-		AltSvc:                 t.AltSvc,
-		DisableHTTP3:           t.DisableHTTP3,
+		Resolver:     t.Resolver,
+		DNSCacheTTL:  t.DNSCacheTTL,
+		AltSvc:       t.AltSvc,
+		DisableHTTP3: t.DisableHTTP3,
 	}
-	if t.TLSClientConfig != nil {
-		c.TLSClientConfig = t.TLSClientConfig.Clone()
-	}
-	if t.TLSNextProto != nil {
-		c.TLSNextProto = make(map[string]func(string, *tls.Conn) http.RoundTripper, len(t.TLSNextProto))
-		for k, v := range t.TLSNextProto {
-			c.TLSNextProto[k] = v
+	copyStdSettings(c, reflect.ValueOf(t).Elem())
+	return c
+}
+
+// stdSettingNames lists the exported fields of http.Transport: its
+// settings. Transport declares each with the same name and type
+// (TestFromCopiesEveryField holds that), so From and Clone copy them by
+// name and a setting can never be forgotten in one of the two.
+var stdSettingNames = sync.OnceValue(func() []string {
+	st := reflect.TypeFor[http.Transport]()
+	var names []string
+	for i := 0; i < st.NumField(); i++ {
+		if f := st.Field(i); f.IsExported() {
+			names = append(names, f.Name)
 		}
 	}
-	if t.HTTP2 != nil {
-		h := *t.HTTP2
-		c.HTTP2 = &h
+	return names
+})
+
+// copyStdSettings sets dst's net/http settings from src, a struct value of
+// type http.Transport or Transport, then gives dst its own copy of every
+// setting that points at mutable data: TLSClientConfig (cloned, as net/http's
+// Clone does), ProxyConnectHeader, TLSNextProto, HTTP2 and Protocols.
+func copyStdSettings(dst *Transport, src reflect.Value) {
+	dv := reflect.ValueOf(dst).Elem()
+	for _, name := range stdSettingNames() {
+		d, s := dv.FieldByName(name), src.FieldByName(name)
+		if d.IsValid() && s.IsValid() && d.Type() == s.Type() {
+			d.Set(s)
+		}
 	}
-	if t.Protocols != nil {
-		p := *t.Protocols
-		c.Protocols = &p
+	if dst.TLSClientConfig != nil {
+		dst.TLSClientConfig = dst.TLSClientConfig.Clone()
 	}
-	return c
+	dst.ProxyConnectHeader = dst.ProxyConnectHeader.Clone()
+	if dst.TLSNextProto != nil {
+		dst.TLSNextProto = maps.Clone(dst.TLSNextProto)
+	}
+	if dst.HTTP2 != nil {
+		h := *dst.HTTP2
+		dst.HTTP2 = &h
+	}
+	if dst.Protocols != nil {
+		p := *dst.Protocols
+		dst.Protocols = &p
+	}
 }
 
 // init builds the pool, dialer and session cache from the fields, once.

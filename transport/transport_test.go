@@ -67,8 +67,21 @@ func TestFromCopiesEveryField(t *testing.T) {
 		}
 	}
 	c := got.Clone()
-	if c.MaxConnsPerHost != 4 || c.TLSClientConfig == got.TLSClientConfig {
-		t.Fatal("Clone did not copy settings or share-free TLS config")
+	if c.TLSClientConfig == got.TLSClientConfig || c.TLSClientConfig.ServerName != "x" {
+		t.Error("Clone: TLSClientConfig not cloned")
+	}
+	if c.HTTP2 == got.HTTP2 || c.Protocols == got.Protocols {
+		t.Error("Clone: HTTP2 or Protocols shared with the original")
+	}
+	cv := reflect.ValueOf(c).Elem()
+	for i := 0; i < st.NumField(); i++ {
+		f := st.Field(i)
+		if !f.IsExported() || f.Type.Kind() == reflect.Func || f.Name == "TLSClientConfig" {
+			continue
+		}
+		if a, b := gv.FieldByName(f.Name).Interface(), cv.FieldByName(f.Name).Interface(); !reflect.DeepEqual(a, b) {
+			t.Errorf("Clone: field %s = %v, want %v", f.Name, b, a)
+		}
 	}
 }
 
