@@ -112,29 +112,16 @@ func chunkHeaderBuffered(br *bufio.Reader) bool {
 }
 
 // readFieldBlock reads header lines (a trailer section) through the blank
-// line into one string, bounded by limit.
+// line into one string, bounded by limit. An empty first line is an empty
+// trailer section.
 func readFieldBlock(br *bufio.Reader, limit int64) (string, error) {
-	var acc []byte
-	lineStart := 0
-	for {
-		frag, err := br.ReadSlice('\n')
-		acc = append(acc, frag...)
-		if int64(len(acc)) > limit {
-			return "", errors.New("http: suspiciously long trailer after chunked body")
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return "", err
-		}
-		line := acc[lineStart:]
-		if len(line) == 1 || len(line) == 2 && line[0] == '\r' {
-			return string(acc), nil
-		}
-		lineStart = len(acc)
+	block, err := readLineBlock(br, limit, true)
+	if err == errLineBlockTooLong {
+		err = errTrailerTooLong
 	}
+	return block, err
 }
+
+// errTrailerTooLong is net/http's wording for a trailer section over the
+// response header limit.
+var errTrailerTooLong = errors.New("http: suspiciously long trailer after chunked body")

@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -104,15 +105,30 @@ func readHead(br *bufio.Reader, limit int64) (string, error) {
 }
 
 // readLongHead accumulates a head that does not fit in br's buffer, line by
-// line, until the blank line.
+// line, until the blank line that follows the status line and fields.
 func readLongHead(br *bufio.Reader, limit int64) (string, error) {
+	block, err := readLineBlock(br, limit, false)
+	if err == errLineBlockTooLong {
+		err = headerLimitError(limit)
+	}
+	return block, err
+}
+
+// errLineBlockTooLong marks a block over its limit; it never reaches users.
+var errLineBlockTooLong = errors.New("line block over its limit")
+
+// readLineBlock reads lines from br into one string through the first blank
+// line (CRLF or bare LF), which a first line may be only when firstMayEnd.
+// More than limit bytes gives errLineBlockTooLong, which callers turn into
+// their own error; a stream that ends first gives io.ErrUnexpectedEOF.
+func readLineBlock(br *bufio.Reader, limit int64, firstMayEnd bool) (string, error) {
 	var acc []byte
 	lineStart := 0
 	for {
 		frag, err := br.ReadSlice('\n')
 		acc = append(acc, frag...)
 		if int64(len(acc)) > limit {
-			return "", headerLimitError(limit)
+			return "", errLineBlockTooLong
 		}
 		if err == bufio.ErrBufferFull {
 			continue
@@ -124,7 +140,8 @@ func readLongHead(br *bufio.Reader, limit int64) (string, error) {
 			return "", err
 		}
 		line := acc[lineStart:]
-		if lineStart > 0 && (len(line) == 1 || len(line) == 2 && line[0] == '\r') {
+		blank := len(line) == 1 || len(line) == 2 && line[0] == '\r'
+		if blank && (lineStart > 0 || firstMayEnd) {
 			return string(acc), nil
 		}
 		lineStart = len(acc)
