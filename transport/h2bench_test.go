@@ -147,38 +147,5 @@ func readFull(resp *http.Response, buf []byte) (int, error) {
 // BenchmarkRoundTrip.
 func benchRoundTripH2(b *testing.B, impl string) {
 	url := startBenchH2Server(b)
-	b.Run(impl+"/h2/serial", func(b *testing.B) {
-		rt := benchH2Client(impl)
-		defer closeIdle(rt)
-		req, _ := http.NewRequest("GET", url, nil)
-		buf := make([]byte, 512)
-		benchH2Get(b, rt, req, buf) // warm the connection
-		b.ReportAllocs()
-		b.ResetTimer()
-		before := readProcCost(b)
-		for i := 0; i < b.N; i++ {
-			benchH2Get(b, rt, req, buf)
-		}
-		b.StopTimer()
-		reportCost(b, before)
-	})
-	b.Run(impl+"/h2/parallel", func(b *testing.B) {
-		rt := benchH2Client(impl)
-		defer closeIdle(rt)
-		warm, _ := http.NewRequest("GET", url, nil)
-		benchH2Get(b, rt, warm, make([]byte, 512))
-		b.SetParallelism(32) // 64 goroutines on 2 cores
-		b.ReportAllocs()
-		b.ResetTimer()
-		before := readProcCost(b)
-		b.RunParallel(func(pb *testing.PB) {
-			req, _ := http.NewRequest("GET", url, nil)
-			buf := make([]byte, 512)
-			for pb.Next() {
-				benchH2Get(b, rt, req, buf)
-			}
-		})
-		b.StopTimer()
-		reportCost(b, before)
-	})
+	benchServedGets(b, impl+"/h2", func() http.RoundTripper { return benchH2Client(impl) }, url, benchH2Get)
 }
