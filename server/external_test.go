@@ -3,29 +3,15 @@ package server
 import (
 	"context"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-)
 
-// requireBinary returns the path of an independent client program. Missing,
-// the test is skipped with the package to install, except in CI (CI=true),
-// where .ci/run installs it and its absence is a failure.
-func requireBinary(t *testing.T, name, debianPackage string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not found but CI=true: .ci/run must apt-get install %s", name, debianPackage)
-		}
-		t.Skipf("%s not installed (apt-get install -y %s)", name, debianPackage)
-	}
-	return path
-}
+	"github.com/ferryhttp/ferry/internal/testpeer"
+)
 
 // runClient runs an external client with a deadline and returns its
 // combined output.
@@ -41,7 +27,7 @@ func runClient(t *testing.T, name string, args ...string) string {
 }
 
 func TestCurl(t *testing.T) {
-	curl := requireBinary(t, "curl", "curl")
+	curl := testpeer.Binary(t, "curl", "curl")
 	st := startTLS(t, &http.Server{Handler: echoProto}, nil)
 	caFile := writeCA(t)
 	tests := []struct {
@@ -81,7 +67,7 @@ func writeCA(t *testing.T) string {
 var h2loadRequests = regexp.MustCompile(`requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout`)
 
 func TestH2load(t *testing.T) {
-	h2load := requireBinary(t, "h2load", "nghttp2-client")
+	h2load := testpeer.Binary(t, "h2load", "nghttp2-client")
 	st := startTLS(t, &http.Server{Handler: echoProto}, nil)
 	const n = 2000
 	out := runClient(t, h2load, "-n", strconv.Itoa(n), "-c", "4", "-m", "10", st.url("/"))
@@ -104,7 +90,7 @@ func TestH2load(t *testing.T) {
 // GnuTLS), an implementation independent of quic-go. It does not verify the
 // certificate (it has no CA option); the test checks the HTTP/3 exchange.
 func TestGtlsclient(t *testing.T) {
-	gtls := requireBinary(t, "gtlsclient", "ngtcp2-client")
+	gtls := testpeer.Binary(t, "gtlsclient", "ngtcp2-client")
 	st := startTLS(t, &http.Server{Handler: echoProto}, nil)
 	const streams = 5
 	out := runClient(t, gtls, "--exit-on-all-streams-close", "--no-quic-dump", "--timeout=20s",

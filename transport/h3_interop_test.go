@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // TestH3InteropCaddy talks to an independent HTTP/3 implementation: Caddy
@@ -20,13 +22,7 @@ import (
 // over HTTP/3.0. Skipped when caddy is not installed, failed in CI
 // (CI=true).
 func TestH3InteropCaddy(t *testing.T) {
-	bin, err := exec.LookPath("caddy")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("caddy is not installed; CI must run the HTTP/3 interop test (apt-get install caddy)")
-		}
-		t.Skip("caddy not installed: HTTP/3 interop with an independent server not tested")
-	}
+	bin := testpeer.Binary(t, "caddy", "caddy")
 	u := startCaddy(t, bin)
 	tr := newH3Transport(t, nil)
 

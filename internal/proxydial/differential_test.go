@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // outcome reduces a request's result to what a user acts on, so net/http
@@ -119,9 +121,9 @@ func TestDifferentialWithNetHTTP(t *testing.T) {
 		}, true, "status 200"},
 		{"socks5, http target", func(t *testing.T) *url.URL { return withAddr("socks5", newSOCKSServer(t, "", "", 0).addr(), false) }, false, "status 200"},
 		{"socks5 failure code", func(t *testing.T) *url.URL { return withAddr("socks5", newSOCKSServer(t, "", "", 2).addr(), false) }, true, "socks failure"},
-		{"tinyproxy, https target", func(t *testing.T) *url.URL { return withAddr("http", startTinyproxy(t, 0, "", ""), false) }, true, "proxy refused 403"},
-		{"tinyproxy, http target", func(t *testing.T) *url.URL { return withAddr("http", startTinyproxy(t, 0, "", ""), false) }, false, "status 200"},
-		{"dante, https target", func(t *testing.T) *url.URL { return withAddr("socks5h", startDante(t), false) }, true, "status 200"},
+		{"tinyproxy, https target", func(t *testing.T) *url.URL { return withAddr("http", testpeer.Tinyproxy(t, 0, "", ""), false) }, true, "proxy refused 403"},
+		{"tinyproxy, http target", func(t *testing.T) *url.URL { return withAddr("http", testpeer.Tinyproxy(t, 0, "", ""), false) }, false, "status 200"},
+		{"dante, https target", func(t *testing.T) *url.URL { return withAddr("socks5h", testpeer.Dante(t), false) }, true, "status 200"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
