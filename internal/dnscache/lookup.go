@@ -67,6 +67,12 @@ func (c *Cache) resolveAndStore(key string) lookupResult {
 		}
 		return lookupResult{err: err}
 	}
+	return c.storeAnswer(key, addrs)
+}
+
+// storeAnswer unmaps a successful answer's addresses and, when caching is
+// on, records it with its TTL and stale window.
+func (c *Cache) storeAnswer(key string, addrs []netip.Addr) lookupResult {
 	for i, a := range addrs {
 		addrs[i] = a.Unmap()
 	}
@@ -107,17 +113,7 @@ func (c *Cache) resolveRefresh(key string, stale *entry) lookupResult {
 	addrs, err := c.resolver.LookupNetIP(ctx, "ip", key)
 	cancel()
 	if err == nil && len(addrs) > 0 {
-		for i, a := range addrs {
-			addrs[i] = a.Unmap()
-		}
-		now := c.clock()
-		e := &entry{addrs: addrs, expires: now.Add(c.ttl)}
-		e.staleUntil = e.expires
-		if c.maxStale > 0 {
-			e.staleUntil = e.expires.Add(c.maxStale)
-		}
-		c.store(key, e, now)
-		return lookupResult{addrs: addrs}
+		return c.storeAnswer(key, addrs)
 	}
 	c.stats.refreshErrors.Add(1)
 	now := c.clock()
