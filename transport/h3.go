@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -32,8 +33,11 @@ import (
 // Retries: a request the HTTP/3 connection did not send at all (GOAWAY, the
 // connection went away before the headers left) goes over TCP unchanged,
 // whatever its method; one the server refused unprocessed
-// (H3_REQUEST_REJECTED) goes over TCP only if it is replayable (its body
-// rewound with GetBody). Any other failure is returned.
+// (H3_REQUEST_REJECTED, which RFC 9114 section 8.1 guarantees was not
+// processed) goes over TCP, whatever its method, when its body can be
+// produced again: no body, or GetBody (as x/net does for HTTP/2's
+// REFUSED_STREAM). Otherwise it fails with an error saying so that wraps
+// the *h3conn.RetryableError. Any other failure is returned.
 
 // roundTripH3 sends req over HTTP/3 if it should go there. handled is false
 // when the request is to go over TCP; o may then carry a body rewound by
@@ -52,14 +56,22 @@ func (t *Transport) roundTripH3(req *http.Request, o *outgoing, key connKey) (re
 	if !ok {
 		return nil, nil, false
 	}
+	// GetConn fires here, once, before any wait (h3trace.go).
+	if o.trace != nil && o.trace.GetConn != nil {
+		o.trace.GetConn(key.addr)
+	}
 	hk := h3Key{origin: origin, altHost: alt.Host, altPort: alt.Port}
-	c, err := t.h3Conn(req, h, hk, key, alt)
+	c, err := t.h3Conn(req, o, h, hk, key, alt)
 	if err != nil {
 		closeOutgoing(o)
 		return nil, err, true
 	}
 	if c == nil {
+		skipNextGetConn(o)
 		return nil, nil, false
+	}
+	if h.beforeSend != nil {
+		h.beforeSend(c)
 	}
 	return t.sendH3(c, req, o, key)
 }
@@ -67,36 +79,34 @@ func (t *Transport) roundTripH3(req *http.Request, o *outgoing, key connKey) (re
 // h3Conn returns an HTTP/3 connection with a stream reserved for the
 // request, or nil when the request should use TCP. It fails only when the
 // request ended while it waited for the QUIC dial.
-func (t *Transport) h3Conn(req *http.Request, h *h3Client, hk h3Key, key connKey, alt altsvc.Alternative) (*h3conn.Conn, error) {
+func (t *Transport) h3Conn(req *http.Request, o *outgoing, h *h3Client, hk h3Key, key connKey, alt altsvc.Alternative) (*h3conn.Conn, error) {
 	if s, ok := h.pool.GetShared(hk); ok {
 		return s.(*h3conn.Conn), nil
 	}
-	f := t.joinH3Flight(h, hk, alt)
+	ev := newH3DialEvents(o.trace)
+	f, started := t.joinH3Flight(h, hk, alt, ev)
 	if f == nil {
 		return nil, nil
 	}
+	if !started {
+		ev = nil // another request's dial: its hooks are not ours
+	}
 	select {
 	case <-f.done:
+		ev.drain()
 	default:
 		if t.tcpAtHand(key) {
+			ev.detach()
 			return nil, nil // QUIC goes on in the background
 		}
 		wait := time.Until(f.deadline)
 		if wait <= 0 {
+			ev.detach()
 			return nil, nil // the head start is spent: QUIC is late or lost
 		}
 		h.waits.Add(1)
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		ctx := req.Context()
-		select {
-		case <-f.done:
-		case <-timer.C:
-			return nil, nil
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case <-req.Cancel:
-			return nil, errRequestCanceled
+		if done, err := h.waitFlight(req, f, ev, wait); !done {
+			return nil, err
 		}
 	}
 	if f.err != nil {
@@ -106,6 +116,43 @@ func (t *Transport) h3Conn(req *http.Request, h *h3Client, hk h3Key, key connKey
 		return s.(*h3conn.Conn), nil
 	}
 	return nil, nil
+}
+
+// waitFlight waits up to wait for f to end, firing the dial's hooks (ev,
+// may be nil) on the request's goroutine meanwhile. It reports whether f
+// ended; if not, err is the request's end (nil when the head start ran
+// out) and the dial's open phases were closed for the request.
+func (h *h3Client) waitFlight(req *http.Request, f *h3Flight, ev *h3DialEvents, wait time.Duration) (done bool, err error) {
+	var timeout <-chan time.Time
+	if h.headStartTimer != nil {
+		c, stop := h.headStartTimer(wait)
+		defer stop()
+		timeout = c
+	} else {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	ctx := req.Context()
+	for {
+		select {
+		case <-f.done:
+			ev.drain()
+			return true, nil
+		case e := <-ev.events():
+			ev.fire(e)
+		case <-timeout:
+			ev.abandon(errQUICLate)
+			return false, nil
+		case <-ctx.Done():
+			err := context.Cause(ctx)
+			ev.abandon(err)
+			return false, err
+		case <-req.Cancel:
+			ev.abandon(errRequestCanceled)
+			return false, errRequestCanceled
+		}
+	}
 }
 
 // tcpAtHand reports whether key has a pooled TCP connection a request can
@@ -129,16 +176,11 @@ func (t *Transport) tcpAtHand(key connKey) bool {
 // sendH3 sends req on c (a stream is reserved for it) and applies the
 // retry rules above.
 func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key connKey) (*http.Response, error, bool) {
-	if o.trace != nil && o.trace.GetConn != nil {
-		o.trace.GetConn(key.addr)
-	}
 	r, ex := t.prepareH3(req, o)
 	resp, err := c.RoundTrip(r)
 	if err != nil {
-		if ex != nil {
-			err = ex.err(err)
-			ex.finish()
-		}
+		err = ex.err(err)
+		ex.finish()
 		var re *h3conn.RetryableError
 		if !errors.As(err, &re) {
 			return nil, err, true
@@ -147,13 +189,14 @@ func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key c
 			t.stats.countRetry()
 			return nil, nil, false // untouched: TCP takes it as it is
 		}
-		if !isReplayable(req) {
-			return nil, err, true
+		if o.body != nil && req.GetBody == nil {
+			return nil, fmt.Errorf("ferry/transport: HTTP/3 server refused the request unprocessed; "+
+				"not sent again because its body cannot be rewound (Request.GetBody is nil): %w", err), true
 		}
 		if o.body != nil {
 			body, gerr := req.GetBody()
 			if gerr != nil {
-				return nil, gerr, true
+				return nil, fmt.Errorf("ferry/transport: rewinding the body of a request the HTTP/3 server refused: %w", gerr), true
 			}
 			o.body = body
 		}
@@ -162,10 +205,8 @@ func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key c
 	}
 	t.stats.countRequest(protoH3)
 	resp.Request = req
-	if ex != nil {
-		ex.gotHeaders()
-		resp.Body = ex.wrapBody(resp.Body)
-	}
+	ex.gotHeaders()
+	resp.Body = ex.wrapBody(resp.Body)
 	t.noteAltSvc(key, resp)
 	return resp, nil, true
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"net/http/httptrace"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -21,10 +22,11 @@ import (
 // One QUIC dial at a time per (origin, alternative): a "flight". Whoever
 // finds no pooled connection starts one, or joins the one in progress, so
 // 64 requests arriving together make one handshake. A flight runs on its own
-// goroutine with a context of its own (no request's cancellation or trace
-// hooks), bounded by the handshake timeout and by the Dialer's Close. When
-// it ends it marks the alternative working (and pools the connection) or
-// broken (exponential backoff in the cache), then wakes its waiters.
+// goroutine with a context of its own (no request's cancellation; its trace
+// hooks go to the request that started it, see h3trace.go), bounded by the
+// handshake timeout and by the Dialer's Close. When it ends it marks the
+// alternative working (and pools the connection) or broken (exponential
+// backoff in the cache), then wakes its waiters.
 //
 // The head start is the flight's, not each request's: it ends at a fixed
 // time after the flight started. A request that joins late waits only for
@@ -55,6 +57,13 @@ type h3Client struct {
 	// h3conn.DefaultHeadStart and the Transport's handshake timeout.
 	headStart        time.Duration
 	handshakeTimeout time.Duration
+	// headStartTimer, when set, replaces time.NewTimer for the wait of a
+	// request for a QUIC dial: it returns the channel that ends the wait
+	// and a stop function.
+	headStartTimer func(time.Duration) (<-chan time.Time, func() bool)
+	// beforeSend, when set, is called with the connection a request is
+	// about to be sent on (its stream reserved).
+	beforeSend func(*h3conn.Conn)
 
 	// waits counts requests that waited for a QUIC dial (paid part of a
 	// head start); tests read it.
@@ -77,6 +86,9 @@ type h3Flight struct {
 	done     chan struct{} // closed when the dial ended and err is set
 	deadline time.Time     // end of the head start
 	err      error
+	// events carries the dial's httptrace hooks to the request that
+	// started the flight (h3trace.go); nil when it has none.
+	events *h3DialEvents
 }
 
 // h3init returns t's HTTP/3 state, creating it once.
@@ -121,31 +133,33 @@ func (t *Transport) preconnectH3(h *h3Client, o altsvc.Origin, alt altsvc.Altern
 	if h.pool.ConnsLen(key) > 0 {
 		return
 	}
-	t.joinH3Flight(h, key, alt)
+	t.joinH3Flight(h, key, alt, nil)
 }
 
 // joinH3Flight returns the flight for key, starting one if none is in
-// progress. It returns nil when MaxConnsPerHost forbids another connection.
-func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative) *h3Flight {
+// progress; started reports that this call started it, with ev (may be
+// nil) receiving the dial's trace hooks. It returns nil when
+// MaxConnsPerHost forbids another connection.
+func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative, ev *h3DialEvents) (f *h3Flight, started bool) {
 	h.mu.Lock()
 	if f := h.flights[key]; f != nil {
 		h.mu.Unlock()
-		return f
+		return f, false
 	}
 	if limit := t.MaxConnsPerHost; limit > 0 && h.pool.ConnsLen(key) >= limit {
 		h.mu.Unlock()
-		return nil
+		return nil, false
 	}
 	if h.dialer == nil {
 		h.dialer = &h3Dialer{d: h3conn.NewDialer(t.h3DialerConfig(h))}
 	}
 	dl := h.dialer
-	f := &h3Flight{done: make(chan struct{}), deadline: time.Now().Add(h.headStartDuration())}
+	f = &h3Flight{done: make(chan struct{}), deadline: time.Now().Add(h.headStartDuration()), events: ev}
 	h.flights[key] = f
 	dl.flights.Add(1)
 	h.mu.Unlock()
 	go t.runH3Flight(h, dl, key, alt, f)
-	return f
+	return f, true
 }
 
 // h3DialerConfig is the Transport's settings as h3conn sees them.
@@ -179,7 +193,11 @@ func (t *Transport) h3DialerConfig(h *h3Client) h3conn.Config {
 func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc.Alternative, f *h3Flight) {
 	defer dl.flights.Done()
 	addr := net.JoinHostPort(alt.Host, strconv.Itoa(int(alt.Port)))
-	c, err := dl.d.Dial(context.Background(), key.origin.Host(), addr)
+	ctx := context.Background()
+	if f.events != nil {
+		ctx = httptrace.WithClientTrace(ctx, f.events.hooks())
+	}
+	c, err := dl.d.Dial(ctx, key.origin.Host(), addr)
 	switch {
 	case err == nil:
 		t.stats.countAltSvcUpgrade()

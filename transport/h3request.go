@@ -11,18 +11,23 @@ import (
 )
 
 // What the transport adds around one HTTP/3 request that quic-go does not do
-// itself: the legacy Request.Cancel channel, ResponseHeaderTimeout (started
-// once the request is fully written, as for HTTP/1.1) and "Expect:
-// 100-continue" holding the body back for ExpectContinueTimeout. All three
-// work through a context derived from the request's, cancelled with a cause
-// that RoundTrip turns back into net/http's errors. A request that needs
-// none of them is sent as it is, with no extra allocation.
+// itself: the legacy Request.Cancel channel, the deprecated
+// Transport.CancelRequest (which reaches HTTP/3 requests as it reaches
+// HTTP/1.1 ones: HTTP/3 replaced one of those transparently),
+// ResponseHeaderTimeout (started once the request is fully written, as for
+// HTTP/1.1) and "Expect: 100-continue" holding the body back for
+// ExpectContinueTimeout. All of them work through a context derived from
+// the request's, cancelled with a cause that RoundTrip turns back into
+// net/http's errors. The request is in the CancelRequest registry from just
+// before it is sent until its response body is done or it failed.
 
-// h3Exchange is the per-request state of those three features.
+// h3Exchange is the per-request state of those features.
 type h3Exchange struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	gate   *continueGate
+	reg    *cancelRegistry // where req is registered for CancelRequest
+	req    *http.Request   // the caller's request, the registry's key
 
 	mu          sync.Mutex // guards headTimer and headersDone
 	headTimer   *time.Timer
@@ -30,14 +35,13 @@ type h3Exchange struct {
 }
 
 // prepareH3 returns the request to hand to the HTTP/3 connection and the
-// exchange state, or req itself and nil when nothing is to be added.
+// exchange state, registered for CancelRequest; the caller must end it
+// with finish (directly, or through the response body).
 func (t *Transport) prepareH3(req *http.Request, o *outgoing) (*http.Request, *h3Exchange) {
 	gateBody := o.expectContinue && o.body != nil && t.ExpectContinueTimeout > 0
-	if req.Cancel == nil && t.ResponseHeaderTimeout <= 0 && !gateBody {
-		return req, nil
-	}
-	ex := &h3Exchange{}
+	ex := &h3Exchange{reg: &t.cancels, req: req}
 	ex.ctx, ex.cancel = context.WithCancelCause(req.Context())
+	ex.reg.registerFunc(req, ex.cancel)
 	if req.Cancel != nil {
 		go func(cancel <-chan struct{}, done <-chan struct{}) {
 			select {
@@ -47,16 +51,16 @@ func (t *Transport) prepareH3(req *http.Request, o *outgoing) (*http.Request, *h
 			}
 		}(req.Cancel, ex.ctx.Done())
 	}
-	hooks := &httptrace.ClientTrace{}
-	if d := t.ResponseHeaderTimeout; d > 0 {
-		hooks.WroteRequest = func(httptrace.WroteRequestInfo) { ex.startHeaderTimer(d) }
-	}
-	if gateBody {
-		ex.gate = newContinueGate(o.body, t.ExpectContinueTimeout, o.trace)
-		hooks.Got100Continue = ex.gate.release
-	}
 	ctx := ex.ctx
-	if hooks.WroteRequest != nil || hooks.Got100Continue != nil {
+	if d := t.ResponseHeaderTimeout; d > 0 || gateBody {
+		hooks := &httptrace.ClientTrace{}
+		if d > 0 {
+			hooks.WroteRequest = func(httptrace.WroteRequestInfo) { ex.startHeaderTimer(d) }
+		}
+		if gateBody {
+			ex.gate = newContinueGate(o.body, t.ExpectContinueTimeout, o.trace)
+			hooks.Got100Continue = ex.gate.release
+		}
 		ctx = httptrace.WithClientTrace(ctx, hooks)
 	}
 	r := req.WithContext(ctx)
@@ -88,9 +92,10 @@ func (ex *h3Exchange) gotHeaders() {
 	}
 }
 
-// finish releases the derived context once the response body is done (or
-// the request failed).
+// finish releases the derived context and the CancelRequest registration
+// once the response body is done (or the request failed).
 func (ex *h3Exchange) finish() {
+	ex.reg.unregister(ex.req)
 	ex.gotHeaders()
 	ex.cancel(nil)
 }
