@@ -32,13 +32,16 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 	if !key.h1Only {
 		tp = &turn
 	}
+	// The key is hashed once per request; an h1Conn keeps its own copy
+	// (newH1Conn) for the Put that returns it to the pool.
+	kh := t.pool.Hash(key)
 	for {
 		if tp != nil {
-			if s, ok := t.pool.GetSharedTurn(key, tp); ok {
+			if s, ok := t.pool.GetSharedTurnHashed(key, kh, tp); ok {
 				return nil, s.(sharedConn), nil
 			}
 		}
-		pc, idleFor, reused, err := t.pool.AcquireTurn(ctx, key, tp)
+		pc, idleFor, reused, err := t.pool.AcquireTurnHashed(ctx, key, kh, tp)
 		if err != nil {
 			if errors.Is(err, idlepool.ErrSharedAvailable) {
 				continue

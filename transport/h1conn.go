@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/idlepool"
 	"github.com/ferryhttp/ferry/internal/sockopt"
 )
 
@@ -21,6 +22,7 @@ import (
 type h1Conn struct {
 	t        *Transport
 	key      connKey
+	keyHash  idlepool.KeyHash // t.pool.Hash(key), so a Put does not hash again
 	conn     net.Conn
 	guard    *sockopt.Guard // nil until needed, or when unsupported
 	noGuard  bool           // the connection cannot carry socket options
@@ -64,7 +66,7 @@ type h1Conn struct {
 var aLongTimeAgo = time.Unix(1, 0)
 
 func newH1Conn(t *Transport, key connKey, conn net.Conn) *h1Conn {
-	pc := &h1Conn{t: t, key: key, conn: conn}
+	pc := &h1Conn{t: t, key: key, keyHash: t.pool.Hash(key), conn: conn}
 	pc.br = bufio.NewReaderSize(connReader{pc}, t.readBufferSize())
 	if _, ok := conn.(io.ReaderFrom); ok {
 		pc.bw = bufio.NewWriterSize(connReaderFromWriter{connWriter{pc}}, t.writeBufferSize())
@@ -236,7 +238,7 @@ func (pc *h1Conn) finish(reusable bool) {
 		pc.closeAndRelease()
 		return
 	}
-	if pc.t.pool.Put(pc.key, pc) {
+	if pc.t.pool.PutHashed(pc.key, pc.keyHash, pc) {
 		if trace != nil && trace.PutIdleConn != nil {
 			trace.PutIdleConn(nil)
 		}

@@ -78,6 +78,20 @@ func New[K comparable, C Conn](cfg Config) *Pool[K, C] {
 	return p
 }
 
+// KeyHash is a key's hash under one pool's seed, from Pool.Hash. A request
+// that calls the pool several times for one key (GetSharedTurnHashed,
+// AcquireTurnHashed, then PutHashed when the connection comes back) hashes
+// the key once and passes the KeyHash along; the caller keeps it beside the
+// key, for example in its connection. A KeyHash is valid only with the key
+// and the pool it was computed for: passing another one files the key under
+// the wrong shard. The zero KeyHash is a valid hash value, not "unset".
+type KeyHash uint64
+
+// Hash returns key's KeyHash for this pool (the same value every time).
+func (p *Pool[K, C]) Hash(key K) KeyHash {
+	return KeyHash(maphash.Comparable(p.seed, key))
+}
+
 // locate returns the shard of key and the key's hash.
 func (p *Pool[K, C]) locate(key K) (*shard[K, C], uint64) {
 	h := maphash.Comparable(p.seed, key)
@@ -129,6 +143,12 @@ func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Dura
 // ErrSharedAvailable keeps its place in line ahead of later arrivals. A nil
 // t is Acquire.
 func (p *Pool[K, C]) AcquireTurn(ctx context.Context, key K, t *Turn) (c C, idleFor time.Duration, reused bool, err error) {
+	return p.AcquireTurnHashed(ctx, key, p.Hash(key), t)
+}
+
+// AcquireTurnHashed is AcquireTurn with key's hash already computed by
+// Hash (see KeyHash).
+func (p *Pool[K, C]) AcquireTurnHashed(ctx context.Context, key K, kh KeyHash, t *Turn) (c C, idleFor time.Duration, reused bool, err error) {
 	if ctx == nil {
 		return c, 0, false, ErrNilContext
 	}
@@ -137,7 +157,7 @@ func (p *Pool[K, C]) AcquireTurn(ctx context.Context, key K, t *Turn) (c C, idle
 	}
 	// locate and now, written out: the compiler does not inline them into
 	// this generic body, and the call costs show on the hot path.
-	h := maphash.Comparable(p.seed, key)
+	h := uint64(kh)
 	s := &p.shards[h&(numShards-1)]
 	var now int64
 	if p.fakeClock {
@@ -285,7 +305,14 @@ func (p *Pool[K, C]) TryGet(key K) (c C, idleFor time.Duration, ok bool) {
 // false. A Put that takes the pool over MaxIdle closes the oldest idle
 // connection of any key instead.
 func (p *Pool[K, C]) Put(key K, c C) bool {
-	h := maphash.Comparable(p.seed, key) // locate and now, written out as in Acquire
+	return p.PutHashed(key, p.Hash(key), c)
+}
+
+// PutHashed is Put with key's hash already computed by Hash (see KeyHash):
+// a connection that keeps the KeyHash its request acquired it with does not
+// hash its key again when it goes idle.
+func (p *Pool[K, C]) PutHashed(key K, kh KeyHash, c C) bool {
+	h := uint64(kh) // locate and now, written out as in Acquire
 	s := &p.shards[h&(numShards-1)]
 	var now int64
 	if p.fakeClock {

@@ -48,7 +48,8 @@ func nextKey(state *uint64, n int) int {
 var seedCounter atomic.Uint64
 
 // BenchmarkPool is the request's view: Acquire (an idle conn is there) then
-// Put, on a pool pre-populated for every key.
+// Put, on a pool pre-populated for every key. The key is hashed once per
+// get+put, as the transport does (it keeps the KeyHash in its connection).
 func BenchmarkPool(b *testing.B) {
 	for _, n := range benchKeyCounts {
 		b.Run(fmt.Sprintf("keys_%d", n), func(b *testing.B) {
@@ -71,11 +72,12 @@ func BenchmarkPool(b *testing.B) {
 					if i++; i == n {
 						i = 0
 					}
-					c, _, reused, err := p.Acquire(ctx, k)
+					kh := p.Hash(k)
+					c, _, reused, err := p.AcquireTurnHashed(ctx, k, kh, nil)
 					if err != nil || !reused || c == nil {
 						b.Fatalf("Acquire missed: reused=%v err=%v", reused, err)
 					}
-					if !p.Put(k, c) {
+					if !p.PutHashed(k, kh, c) {
 						b.Fatal("Put rejected")
 					}
 				}
@@ -86,12 +88,13 @@ func BenchmarkPool(b *testing.B) {
 					state := seedCounter.Add(0x9E3779B97F4A7C15) | 1
 					for pb.Next() {
 						k := keys[nextKey(&state, n)]
-						c, _, reused, err := p.Acquire(ctx, k)
+						kh := p.Hash(k)
+						c, _, reused, err := p.AcquireTurnHashed(ctx, k, kh, nil)
 						if err != nil || !reused || c == nil {
 							b.Errorf("Acquire missed: reused=%v err=%v", reused, err)
 							return
 						}
-						if !p.Put(k, c) {
+						if !p.PutHashed(k, kh, c) {
 							b.Error("Put rejected")
 							return
 						}

@@ -93,7 +93,14 @@ func (p *Pool[K, C]) GetShared(key K) (SharedConn, bool) {
 // stream releases of key it has seen, for the AcquireTurn that follows a
 // miss.
 func (p *Pool[K, C]) GetSharedTurn(key K, t *Turn) (SharedConn, bool) {
-	sh, h := p.locate(key)
+	return p.GetSharedTurnHashed(key, p.Hash(key), t)
+}
+
+// GetSharedTurnHashed is GetSharedTurn with key's hash already computed by
+// Hash (see KeyHash).
+func (p *Pool[K, C]) GetSharedTurnHashed(key K, kh KeyHash, t *Turn) (SharedConn, bool) {
+	h := uint64(kh)
+	sh := &p.shards[h&(numShards-1)]
 	sh.mu.Lock()
 	var list []SharedConn
 	ks := sh.lookupLocked(h, key)
