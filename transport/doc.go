@@ -132,14 +132,33 @@
 //     resets that. Requests meanwhile go over TCP and pay nothing.
 //   - Retries: a request the HTTP/3 connection did not send at all (GOAWAY,
 //     connection lost before its headers left) goes over TCP unchanged,
-//     whatever its method; one refused unprocessed (H3_REQUEST_REJECTED) is
-//     resent over TCP only when replayable, as net/http's retry rules say.
+//     whatever its method and body; one refused unprocessed
+//     (H3_REQUEST_REJECTED, which guarantees the server did nothing) is
+//     resent over TCP when its body can be produced again (no body, or
+//     GetBody), as x/net does for HTTP/2's REFUSED_STREAM; otherwise it
+//     fails with an error saying the body cannot be rewound.
 //   - Per request: bodies, trailers, gzip (DisableCompression),
 //     MaxResponseHeaderBytes, ResponseHeaderTimeout, ExpectContinueTimeout,
-//     Request.Cancel and context cancellation behave as over TCP; resp.Proto
-//     is "HTTP/3.0". The httptrace hooks GetConn, GotConn and the request
-//     hooks fire; the QUIC dial, shared by many requests, runs without any
-//     request's trace, so DNS, connect and TLS hooks do not fire for it.
+//     Request.Cancel, context cancellation and the deprecated CancelRequest
+//     behave as over HTTP/1.1 (CancelRequest too, because HTTP/3 replaced
+//     such a request transparently); resp.Proto is "HTTP/3.0".
+//   - Tracing: GetConn fires when the request is routed to HTTP/3, and not
+//     again if it then goes over TCP without an HTTP/3 attempt; a request
+//     retried over TCP after one fires it again, as net/http does for
+//     every retry.
+//     The request that starts the QUIC dial and waits for it sees the
+//     dial's DNSStart/DNSDone (a named alternative), ConnectStart/Done with
+//     network "udp" and TLSHandshakeStart/Done, on its own goroutine; QUIC
+//     has no separate connect phase, so the TLS hooks nest inside the
+//     connect hooks. If it stops waiting (head start over, cancelled), the
+//     phases still open end at once with that reason
+//     (h3conn.ErrHeadStartExpired wrapped, or the context's error) and no
+//     hook of the dial reaches it afterwards; then come the TCP hooks.
+//     Requests that join a dial in progress, or take a TCP connection at
+//     hand without waiting, see no QUIC dial hooks. GotConn (its net.Conn
+//     reports the QUIC addresses and refuses I/O), WroteHeaderField,
+//     WroteHeaders, WroteRequest, GotFirstResponseByte, Got1xxResponse and
+//     Got100Continue fire as over HTTP/2; PutIdleConn does not.
 //   - Not used when DisableHTTP3, DisableKeepAlives or a Dial/DialTLS hook
 //     is set, through a proxy, or for CONNECT and Upgrade requests.
 //   - Resources: the QUIC connections share one UDP socket, opened by the

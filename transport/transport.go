@@ -305,7 +305,9 @@ func (t *Transport) CloseIdleConnections() {
 	t.closeIdleH3()
 }
 
-// CancelRequest cancels an in-flight request by aborting its connection.
+// CancelRequest cancels an in-flight request by aborting its connection
+// (HTTP/1.1) or its stream (HTTP/3); HTTP/2 requests are not cancelled, as
+// in net/http.
 //
 // Deprecated: use a request context (Request.WithContext) instead, as for
 // net/http. It cannot cancel a request still waiting for its connection.
