@@ -42,7 +42,9 @@ type Conn struct {
 	// unstarted counts reservations not yet consumed by RoundTrip.
 	unstarted int
 	// xres counts, among unstarted, those that hold an x/net reservation
-	// (x/net consumes any one of them on its next RoundTrip).
+	// (x/net consumes any one of them on its next RoundTrip). The others
+	// are provisional (peersettings.go) or, with strict limits, wait
+	// inside x/net.
 	xres int
 	// rounds counts RoundTrip calls that used a slot (GotConn's Reused).
 	rounds int
@@ -55,6 +57,8 @@ type Conn struct {
 
 	// free is the OnStreamFree hook (streamfree.go).
 	free streamFreeHook
+	// peer says whether the server's SETTINGS are known (peersettings.go).
+	peer peerSettings
 }
 
 // NewClientConn makes nc an HTTP/2 client connection: it writes the client
@@ -67,7 +71,7 @@ func NewClientConn(nc net.Conn, cfg Config) (*Conn, error) {
 	if nc == nil {
 		return nil, errors.New("h2conn: nil net.Conn")
 	}
-	c := &Conn{nc: nc, strict: cfg.strict(), now: cfg.Clock}
+	c := &Conn{nc: nc, strict: cfg.strict(), now: cfg.Clock, peer: peerSettings{probed: make(chan struct{})}}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -112,8 +116,11 @@ func (c *Conn) TLS() *tls.ConnectionState { return c.tls }
 
 // ReserveStream claims one request slot, reporting whether it did. It fails
 // once the connection is not usable and, unless limits are strict, when the
-// connection is at the peer's concurrent-stream limit. Each true result must
-// be followed by exactly one RoundTrip or ReleaseStream.
+// connection is at the peer's concurrent-stream limit. Before the peer's
+// SETTINGS are known a second slot is provisional (RoundTrip may refuse it
+// with ReasonStreamLimit), or refused when an OnStreamFree hook is set.
+// Each true result must be followed by exactly one RoundTrip or
+// ReleaseStream.
 func (c *Conn) ReserveStream() bool {
 	c.mu.Lock()
 	if c.dead {
@@ -126,14 +133,23 @@ func (c *Conn) ReserveStream() bool {
 	c.mu.Unlock()
 
 	if othersBusy && !c.peerLimitKnown() {
-		// Until the server's SETTINGS arrive x/net allows 100 streams; a
-		// pool waiting for streams gets one stream only, then is woken.
-		c.mu.Lock()
-		c.busy--
-		c.unstarted--
-		c.mu.Unlock()
-		c.watchLater()
-		return false
+		// Until the server's SETTINGS arrive x/net allows 100 streams
+		// (peersettings.go). Without a hook the slot is provisional:
+		// RoundTrip reserves it once the limit is known. A pool waiting
+		// for streams gets one stream only, then is woken.
+		hooked := c.free.fn.Load() != nil
+		if !hooked && !c.strict {
+			c.startProbe()
+			return true
+		}
+		if hooked {
+			c.mu.Lock()
+			c.busy--
+			c.unstarted--
+			c.mu.Unlock()
+			c.watchLater()
+			return false
+		}
 	}
 	if c.cc.ReserveNewRequest() {
 		c.mu.Lock()
@@ -167,8 +183,10 @@ func (c *Conn) ReleaseStream() {
 		c.mu.Unlock()
 		return
 	}
+	// Give back a slot without an x/net reservation if there is one, so
+	// that the others keep theirs.
+	giveBack := c.unstarted == c.xres
 	c.unstarted--
-	giveBack := c.xres > 0
 	if giveBack {
 		c.xres--
 	}

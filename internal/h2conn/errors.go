@@ -20,6 +20,11 @@ const (
 	// closed, broken) before the request was sent; nothing of it was written
 	// and its body was not read.
 	ReasonConnUnusable
+	// ReasonStreamLimit: the slot was granted before the server's SETTINGS
+	// arrived, and they put the connection at its concurrent-stream limit;
+	// nothing was written and the body was not read. The connection is
+	// still usable: another connection should take the request.
+	ReasonStreamLimit
 )
 
 func (r Reason) String() string {
@@ -30,6 +35,8 @@ func (r Reason) String() string {
 		return "REFUSED_STREAM"
 	case ReasonConnUnusable:
 		return "connection unusable"
+	case ReasonStreamLimit:
+		return "stream limit"
 	}
 	return "unknown"
 }
@@ -44,7 +51,8 @@ type NotProcessedError struct {
 	// BodyUnread reports that not a byte of the request body was read, so
 	// the same Body can be sent again even without GetBody.
 	BodyUnread bool
-	// Err is the error x/net returned.
+	// Err is the error x/net returned (or this package's, for a request
+	// refused before it reached x/net).
 	Err error
 }
 

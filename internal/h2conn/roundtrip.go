@@ -21,8 +21,9 @@ import (
 // always closed, also on error: a caller that wants to resend an unread
 // body (NotProcessedError.BodyUnread) must pass a wrapper whose Close it
 // controls. Errors: *NotProcessedError when the server did not process the
-// request (IsRetryable), otherwise x/net's error unchanged (the context's
-// error when the request was cancelled).
+// request (IsRetryable; ReasonStreamLimit when a slot granted before the
+// server's SETTINGS found the connection full), otherwise x/net's error
+// unchanged (the context's error when the request was cancelled).
 func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Lock()
 	if c.unstarted == 0 {
@@ -36,8 +37,22 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.mu.Lock()
 	}
 	c.unstarted--
+	provisional := false
 	if c.xres > 0 {
 		c.xres-- // x/net consumes one reservation on this RoundTrip
+	} else {
+		provisional = !c.strict
+	}
+	if provisional {
+		c.mu.Unlock()
+		if err := c.confirmProvisional(req); err != nil {
+			c.release(false)
+			if req.Body != nil {
+				req.Body.Close()
+			}
+			return nil, err
+		}
+		c.mu.Lock()
 	}
 	reused := c.rounds > 0
 	c.rounds++

@@ -1,7 +1,6 @@
 package h2conn
 
 import (
-	"context"
 	"sync/atomic"
 	"time"
 )
@@ -17,24 +16,9 @@ import (
 // pool. x/net offers no notification for that moment; the watcher runs only
 // in that case, only with a hook set, and at most one per connection.
 
-// Until the server's SETTINGS arrive x/net assumes 100 concurrent streams,
-// and a reservation taken then still counts after SETTINGS lower the limit.
-// In wrapped mode (Go 1.27+) that deadlocks: net/http's writer that holds
-// the new-stream lock waits for the count of streams and reservations to
-// drop below the limit, while the reservations belong to requests queued
-// behind that same lock. So with a hook set only one slot is handed out
-// until the SETTINGS are known to have arrived. ClientConnState cannot
-// tell (legacy mode reports MaxConcurrentStreams 0 before SETTINGS, wrapped
-// mode reports the assumed 100), so the proof is one that holds in both
-// modes: a frame the server sent after its SETTINGS, that is the ack of a
-// PING sent when the hook is set, or a response to any request. Frames are
-// processed in order by x/net's single reader.
-
 // streamFreeHook holds the OnStreamFree callback and the lag watcher state.
 type streamFreeHook struct {
 	fn       atomic.Pointer[func()]
-	settled  atomic.Bool   // a frame sent after the server's SETTINGS was processed
-	pinging  atomic.Bool   // the SETTINGS probe (awaitPeerSettings) was started
 	watching atomic.Bool   // a lag watcher goroutine is running
 	lagged   atomic.Uint64 // releases that found x/net still full
 }
@@ -50,39 +34,16 @@ const (
 // when the connection stops taking streams (so that waiters look again and
 // find it unusable). fn must not block. A nil fn removes the hook; without
 // one nothing is done on release. Set it before the connection is shared.
-// Setting it sends one PING (its ack proves the server's SETTINGS arrived;
-// until then no second slot is handed out).
+// Setting it starts the SETTINGS probe (peersettings.go): until the
+// server's SETTINGS are known to have arrived no second slot is handed out,
+// and fn is called when they are.
 func (c *Conn) OnStreamFree(fn func()) {
 	if fn == nil {
 		c.free.fn.Store(nil)
 		return
 	}
 	c.free.fn.Store(&fn)
-	if !c.free.settled.Load() && c.free.pinging.CompareAndSwap(false, true) {
-		go c.awaitPeerSettings()
-	}
-}
-
-// awaitPeerSettings pings the server: the ack comes after the server's
-// SETTINGS, so the peer's stream limit is known from then on. It ends when
-// the ack arrives or the connection fails or closes, and then tells the
-// hook so that waiters look again (and take a stream, or find the
-// connection unusable).
-func (c *Conn) awaitPeerSettings() {
-	if err := c.cc.Ping(context.Background()); err == nil {
-		c.free.settled.Store(true)
-	}
-	if fn := c.free.fn.Load(); fn != nil {
-		(*fn)()
-	}
-}
-
-// peerFrameSeen records that a frame the server sent after its SETTINGS
-// (a response) was processed.
-func (c *Conn) peerFrameSeen() {
-	if !c.free.settled.Load() {
-		c.free.settled.Store(true)
-	}
+	c.startProbe()
 }
 
 // streamFreed runs after a slot was released.
@@ -104,13 +65,6 @@ func (c *Conn) watchLater() {
 	if c.free.watching.CompareAndSwap(false, true) {
 		go c.watchLag()
 	}
-}
-
-// peerLimitKnown reports whether a second stream may be reserved: always
-// without a hook; with one, only once the server's SETTINGS (and so its
-// SETTINGS_MAX_CONCURRENT_STREAMS) are known to have arrived.
-func (c *Conn) peerLimitKnown() bool {
-	return c.free.fn.Load() == nil || c.free.settled.Load()
 }
 
 // roomForStream reports whether x/net would take a new stream now.

@@ -11,10 +11,12 @@ import (
 
 // lateSettingsServer accepts one cleartext HTTP/2 connection and sends its
 // SETTINGS (MaxConcurrentStreams: maxStreams) only when release is closed;
-// it answers PINGs after that, as a server's frames come in order.
+// it answers PINGs after that, as a server's frames come in order. It never
+// answers a request: the stream ID of each HEADERS frame goes to headers.
 type lateSettingsServer struct {
 	ln      net.Listener
 	release chan struct{}
+	headers chan uint32
 	once    sync.Once // closes release
 	wg      sync.WaitGroup
 	mu      sync.Mutex // guards conn
@@ -27,7 +29,7 @@ func startLateSettingsServer(t *testing.T, maxStreams uint32) *lateSettingsServe
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &lateSettingsServer{ln: ln, release: make(chan struct{})}
+	s := &lateSettingsServer{ln: ln, release: make(chan struct{}), headers: make(chan uint32, 64)}
 	s.wg.Add(1)
 	go s.serve(maxStreams)
 	t.Cleanup(func() {
@@ -77,6 +79,11 @@ func (s *lateSettingsServer) serve(maxStreams uint32) {
 		case *http2.PingFrame:
 			if !f.IsAck() && fr.WritePing(true, f.Data) != nil {
 				return
+			}
+		case *http2.HeadersFrame:
+			select {
+			case s.headers <- f.StreamID:
+			default:
 			}
 		}
 	}

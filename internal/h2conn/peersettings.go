@@ -1,0 +1,118 @@
+package h2conn
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+)
+
+// The server's SETTINGS, and slots handed out before they arrive.
+//
+// Until the server's first SETTINGS frame is processed x/net assumes 100
+// concurrent streams and grants reservations against that; a reservation
+// granted then still counts after SETTINGS lower the limit. Legacy x/net
+// (Go 1.26) then fails the surplus request as "client conn not usable",
+// which would cost a healthy connection. Wrapped x/net (Go 1.27+) hands the
+// request to net/http's client, which always waits for a stream: the
+// request that holds net/http's new-stream lock waits for the count of
+// streams and reservations to drop below the limit, while the surplus
+// reservations belong to requests queued behind that lock, so no request
+// of the connection goes out again (issue #7, the stream-limit row).
+//
+// So ferry does not ask x/net for a second reservation before the
+// SETTINGS are known to have been processed. ClientConnState cannot tell
+// (legacy reports MaxConcurrentStreams 0 before SETTINGS, wrapped reports
+// the assumed 100), so the proof is one both modes show the same way: a
+// frame the server sent after its SETTINGS was processed by x/net's single
+// reader, that is the ack of one PING (the probe) or a response.
+//
+// Without an OnStreamFree hook a slot asked for before then is granted
+// provisionally, with no x/net reservation behind it, so that concurrent
+// first requests share the new connection as they do with net/http. Its
+// RoundTrip waits for the probe and then takes a real x/net reservation,
+// which is now counted against the server's own limit; if the connection
+// is full the request is refused with ReasonStreamLimit (nothing sent, body
+// unread) and the caller opens or finds another connection, as it would
+// had the limit been known when it asked. With a hook (a pool that makes
+// requests wait for streams) a second slot is refused instead until the
+// probe ends, and the hook is called then (streamfree.go).
+
+// peerSettings records whether the server's SETTINGS are known to have been
+// processed, and runs the probe that finds out.
+type peerSettings struct {
+	settled atomic.Bool // a frame the server sent after its SETTINGS was processed
+	probing atomic.Bool // the probe was started
+	// probed is closed when the probe ends: acked (settled is then true),
+	// or failed because the connection failed or closed.
+	probed chan struct{}
+}
+
+// errStreamLimit is the error inside the *NotProcessedError for a
+// provisional slot that found the connection at the server's limit.
+var errStreamLimit = errors.New("h2conn: connection is at the server's concurrent-stream limit")
+
+// errRequestCanceled is returned when Request.Cancel fires while a request
+// waits for the server's SETTINGS (net/http's text).
+var errRequestCanceled = errors.New("net/http: request canceled")
+
+// startProbe sends the PING whose ack proves the server's SETTINGS were
+// processed, once per connection, unless that is already known.
+func (c *Conn) startProbe() {
+	if !c.peer.settled.Load() && c.peer.probing.CompareAndSwap(false, true) {
+		go c.probePeerSettings()
+	}
+}
+
+// probePeerSettings pings the server. It ends when the ack arrives or the
+// connection fails or closes, and then tells the OnStreamFree hook so that
+// waiters look again (and take a stream, or find the connection unusable).
+func (c *Conn) probePeerSettings() {
+	if err := c.cc.Ping(context.Background()); err == nil {
+		c.peer.settled.Store(true)
+	}
+	close(c.peer.probed)
+	if fn := c.free.fn.Load(); fn != nil {
+		(*fn)()
+	}
+}
+
+// peerFrameSeen records that a frame the server sent after its SETTINGS (a
+// response) was processed.
+func (c *Conn) peerFrameSeen() {
+	if !c.peer.settled.Load() {
+		c.peer.settled.Store(true)
+	}
+}
+
+// peerLimitKnown reports whether a second stream may be reserved from
+// x/net: once the server's SETTINGS (and so its
+// SETTINGS_MAX_CONCURRENT_STREAMS) are known to have been processed.
+func (c *Conn) peerLimitKnown() bool { return c.peer.settled.Load() }
+
+// confirmProvisional turns a provisional slot into an x/net reservation:
+// it waits until the server's SETTINGS are known (or req is cancelled), then
+// reserves against the server's limit. A connection that is full or failed
+// meanwhile gives a *NotProcessedError with the body unread.
+func (c *Conn) confirmProvisional(req *http.Request) error {
+	if !c.peer.settled.Load() {
+		ctx := req.Context()
+		select {
+		case <-c.peer.probed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-req.Cancel:
+			return errRequestCanceled
+		}
+		if !c.peer.settled.Load() {
+			return &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: errNoSlot}
+		}
+	}
+	if c.cc.ReserveNewRequest() {
+		return nil
+	}
+	if c.isDead() || c.confirmUnusable() {
+		return &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: errNoSlot}
+	}
+	return &NotProcessedError{Reason: ReasonStreamLimit, BodyUnread: true, Err: errStreamLimit}
+}
