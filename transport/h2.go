@@ -108,6 +108,17 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 			t.h2.flights.record(key, outcome)
 		}
 	}()
+	if leader {
+		// The flight that ended just before this one began may have added
+		// a connection after the caller looked in the pool: look again
+		// rather than dial a connection net/http would not have dialled.
+		if s, ok := t.pool.GetShared(key); ok {
+			s.(sharedConn).ReleaseStream()
+			t.pool.Release(key)
+			outcome = dialShared // followers look in the pool too
+			return nil, nil, true, nil
+		}
+	}
 	pc, err := t.dialConn(ctx, key, ds)
 	if err != nil {
 		return nil, nil, false, err
@@ -197,6 +208,16 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 		t.pool.RemoveShared(key, sc)
 	}
 	var np *h2conn.NotProcessedError
+	if errors.As(err, &np) && np.Reason == h2conn.ReasonStreamLimit && ctx.Err() == nil {
+		// A stream granted before the server's SETTINGS arrived, which
+		// left no room for it: nothing was sent and the body is unread.
+		// Another connection takes it at once; no backoff and no retry
+		// counted, as the request would have gone there had the limit
+		// been known (each such refusal needs a connection whose SETTINGS
+		// were still unknown, so this cannot loop on one connection).
+		rb.detach()
+		return nil, errRetryShared
+	}
 	if errors.As(err, &np) && *retries < maxSharedRetries && ctx.Err() == nil {
 		keep := np.BodyUnread && req.GetBody == nil
 		if o.body == nil || req.GetBody != nil || keep {

@@ -9,9 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,20 +60,6 @@ type h2Row struct {
 	// ferryOnly, when set, says why net/http cannot run the row; ferry's
 	// result is then checked against the expectations alone.
 	ferryOnly string
-	// knownGo127Bug, when set, names a known ferry bug on Go 1.27+ (where
-	// x/net wraps net/http's own HTTP/2 client); the row is skipped there
-	// with that text so the failure stays visible rather than flaky.
-	knownGo127Bug string
-}
-
-// goAtLeast127 reports whether the test binary was built by Go 1.27 or
-// later (x/net's "wrapped" HTTP/2 mode).
-func goAtLeast127() bool {
-	v := strings.TrimPrefix(runtime.Version(), "go")
-	major, rest, _ := strings.Cut(v, ".")
-	minorStr, _, _ := strings.Cut(rest, ".")
-	minor, err := strconv.Atoi(minorStr)
-	return err == nil && major == "1" && minor >= 27
 }
 
 // h2Server is a loopback server for the HTTP/2 rows.
@@ -351,8 +335,7 @@ var h2Rows = []h2Row{
 		return []any{o, fmt.Sprint(err), after.Status, after.Err != ""}
 	}, wantProto: "HTTP/2.0", wantConns: 1},
 	{name: "limits/stream-limit-opens-more-conns", srv: h2ServerKind{tlsH2: true, maxStreams: 2}, handler: barrier(6),
-		run: concurrentGets(1, 6), wantProto: "HTTP/2.0", count: countServed, wantConns: 3,
-		knownGo127Bug: "under load ferry sometimes queues requests on the two full connections instead of opening a third (seen 1 in ~5 CI-style runs on go1.27.3, not seen on go1.26); open in issue #7"},
+		run: concurrentGets(1, 6), wantProto: "HTTP/2.0", count: countServed, wantConns: 3},
 	{name: "limits/stream-limit-strict-waits", srv: h2ServerKind{tlsH2: true, maxStreams: 2}, handler: static(hello),
 		mk: func(s *http.Transport) { s.HTTP2 = &http.HTTP2Config{StrictMaxConcurrentRequests: true} },
 		// Two at once after a warm request: with more requests queued for a
@@ -410,9 +393,6 @@ func TestH2Differential(t *testing.T) {
 	}
 	for _, row := range h2Rows {
 		t.Run(row.name, func(t *testing.T) {
-			if row.knownGo127Bug != "" && goAtLeast127() {
-				t.Skipf("known bug on %s: %s", runtime.Version(), row.knownGo127Bug)
-			}
 			var res [2]diffResult
 			impls := []string{"nethttp", "ferry"}
 			if row.ferryOnly != "" {
