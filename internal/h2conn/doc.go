@@ -16,7 +16,11 @@
 //     streams), so the caller opens another connection, as net/http does.
 //     With Config.StrictMaxConcurrentStreams (or
 //     HTTP2Config.StrictMaxConcurrentRequests) it succeeds while the
-//     connection is usable and RoundTrip waits for a free stream.
+//     connection is usable and RoundTrip waits for a free stream. Before
+//     the server's SETTINGS are known to have arrived (x/net assumes 100
+//     streams until then) a second slot is provisional: its RoundTrip waits
+//     for them and then counts it against the server's real limit, failing
+//     with ReasonStreamLimit (nothing sent) if there is no room.
 //   - OnStreamFree installs a callback (the pool's StreamReleased for the
 //     connection's key) called after each released slot once x/net agrees a
 //     stream is free, and when the connection dies; with it set, a second
@@ -35,8 +39,9 @@
 //     idle expiry is the pool's job (IdleConnTimeout is not handed to x/net).
 //
 // Errors: a failure for which the server provably did not process the request
-// (GOAWAY naming an earlier stream, REFUSED_STREAM, or a connection that
-// became unusable before the request was sent) is returned as a
+// (GOAWAY naming an earlier stream, REFUSED_STREAM, a connection that
+// became unusable before the request was sent, or a provisional slot the
+// server's limit left no room for) is returned as a
 // *NotProcessedError; IsRetryable reports it. Every other error is returned
 // exactly as x/net produced it (context errors keep their identity).
 //
