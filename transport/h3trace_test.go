@@ -312,3 +312,39 @@ func sortAfterGotConn(lines []string) []string {
 	}
 	return out
 }
+
+// TestH3TraceCancelledWhileWaiting: the request that started the QUIC dial
+// is cancelled while it waits; the dial phases open for it end with the
+// context's error before RoundTrip returns, and nothing else follows.
+func TestH3TraceCancelledWhileWaiting(t *testing.T) {
+	u := startTLS(t, &protoHandler{})
+	tr := newH3Transport(t, func(tr *Transport) {
+		tr.h3.headStart = time.Minute
+		tr.h3.handshakeTimeout = time.Minute
+	})
+	advertise(t, tr.altSvcCache(), u, altValue("", blackholeUDP(t)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec := &hookRecorder{onTLSStart: cancel}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, rec.trace()), "GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("cancelled request answered over %s", resp.Proto)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	want := seq("GetConn", quicFailedHooks)
+	if got := rec.lines(); !slices.Equal(got, want) {
+		t.Fatalf("hooks:\n got  %s\n want %s", strings.Join(got, ", "), strings.Join(want, ", "))
+	}
+	for _, e := range rec.errors() {
+		if !errors.Is(e, context.Canceled) {
+			t.Fatalf("Done hook error %v, want context.Canceled", e)
+		}
+	}
+}
