@@ -209,6 +209,22 @@ func TestH3TraceSequences(t *testing.T) {
 			want: seq("GetConn", "DNSStart", "DNSDone", quicDialHooks, "GotConn udp", exchangeHooks),
 		},
 		{
+			// Another dial is in progress (or just done): the request
+			// joins it and sees none of its hooks.
+			name: "h3_joins_a_dial",
+			setup: func(t *testing.T) setup {
+				tr, u := h3TraceServer(t, nil, "")
+				o := originOf(t, u)
+				alt, ok := tr.altSvcCache().Usable(o, "h3")
+				if !ok {
+					t.Fatal("no usable alternative")
+				}
+				tr.preconnectH3(tr.h3init(), o, alt)
+				return setup{tr: tr, u: u}
+			},
+			want: seq("GetConn", "GotConn udp", exchangeHooks),
+		},
+		{
 			name: "h3_warm",
 			setup: func(t *testing.T) setup {
 				tr, u := h3TraceServer(t, nil, "")
