@@ -9,16 +9,44 @@ import (
 	"strconv"
 
 	"github.com/ferryhttp/ferry/internal/dialer"
+	"github.com/ferryhttp/ferry/internal/sockopt"
 )
 
-// dialConn opens a connection for key: the caller's DialTLSContext /
+// dialedConn is a connection just dialled (and TLS-negotiated for https),
+// before it becomes an HTTP/1.1 *h1Conn or an HTTP/2 connection: the
+// HTTP/2 path never builds the h1Conn and its read and write buffers.
+type dialedConn struct {
+	conn     net.Conn
+	tlsState *tls.ConnectionState // nil for cleartext
+	guard    *sockopt.Guard       // nil when ferry did not dial itself
+}
+
+// dialConn opens an HTTP/1.1 connection for key (dialRaw, then the
+// connection's buffers).
+func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*h1Conn, error) {
+	d, err := t.dialRaw(ctx, key, ds)
+	if err != nil {
+		return nil, err
+	}
+	return t.h1FromDial(key, d), nil
+}
+
+// h1FromDial makes a dialled connection an HTTP/1.1 connection.
+func (t *Transport) h1FromDial(key connKey, d dialedConn) *h1Conn {
+	pc := newH1Conn(t, key, d.conn)
+	pc.tlsState = d.tlsState
+	pc.guard = d.guard
+	return pc
+}
+
+// dialRaw opens a connection for key: the caller's DialTLSContext /
 // DialContext (given "host:port" unresolved, as net/http does) or ferry's
 // dialer (DNS at most once per request), then TLS for https.
-func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*h1Conn, error) {
+func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (dialedConn, error) {
 	isTLS := key.scheme == "https"
 	host, portStr, err := net.SplitHostPort(key.addr)
 	if err != nil {
-		return nil, err
+		return dialedConn{}, err
 	}
 	if isTLS && !ds.viaProxy() && (t.DialTLSContext != nil || t.DialTLS != nil) {
 		var conn net.Conn
@@ -28,12 +56,12 @@ func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*
 			conn, err = t.DialTLS("tcp", key.addr)
 		}
 		if err != nil {
-			return nil, err
+			return dialedConn{}, err
 		}
 		if conn == nil {
-			return nil, errors.New("net/http: Transport.DialTLS or DialTLSContext returned (nil, nil)")
+			return dialedConn{}, errors.New("net/http: Transport.DialTLS or DialTLSContext returned (nil, nil)")
 		}
-		pc := newH1Conn(t, key, conn)
+		d := dialedConn{conn: conn}
 		if tc, ok := conn.(*tls.Conn); ok {
 			trace := httptrace.ContextClientTrace(ctx)
 			if trace != nil && trace.TLSHandshakeStart != nil {
@@ -44,15 +72,15 @@ func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*
 				if trace != nil && trace.TLSHandshakeDone != nil {
 					trace.TLSHandshakeDone(tls.ConnectionState{}, err)
 				}
-				return nil, err
+				return dialedConn{}, err
 			}
 			cs := tc.ConnectionState()
 			if trace != nil && trace.TLSHandshakeDone != nil {
 				trace.TLSHandshakeDone(cs, nil)
 			}
-			pc.tlsState = &cs
+			d.tlsState = &cs
 		}
-		return pc, nil
+		return d, nil
 	}
 
 	var raw net.Conn
@@ -71,30 +99,27 @@ func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*
 		}
 	}
 	if err != nil {
-		return nil, err
+		return dialedConn{}, err
 	}
 	if raw == nil {
-		return nil, errors.New("net/http: Transport.Dial hook returned (nil, nil)")
+		return dialedConn{}, errors.New("net/http: Transport.Dial hook returned (nil, nil)")
 	}
-	conn := raw
-	var state *tls.ConnectionState
+	d := dialedConn{conn: raw}
 	if isTLS {
 		tc, err := dialer.HandshakeTLS(ctx, raw, t.tlsConfigForKey(host, key), t.TLSHandshakeTimeout)
 		if err != nil {
-			return nil, err
+			return dialedConn{}, err
 		}
 		cs := tc.ConnectionState()
-		state = &cs
-		conn = tc
+		d.tlsState = &cs
+		d.conn = tc
 	} else if ds.viaProxy() {
-		state = proxyTLSState(raw) // an https proxy forwarding http: net/http reports its TLS
+		d.tlsState = proxyTLSState(raw) // an https proxy forwarding http: net/http reports its TLS
 	}
-	pc := newH1Conn(t, key, conn)
-	pc.tlsState = state
 	if guardConn != nil {
-		pc.guard = guardConn.Guard
+		d.guard = guardConn.Guard
 	}
-	return pc, nil
+	return d, nil
 }
 
 // dialItself resolves host once per request (kept in ds for retries) and

@@ -119,17 +119,17 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 			return nil, nil, true, nil
 		}
 	}
-	pc, err := t.dialConn(ctx, key, ds)
+	d, err := t.dialRaw(ctx, key, ds)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	sc, err := t.sharedFromDial(key, pc)
+	sc, err := t.sharedFromDial(key, d)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	if sc == nil {
 		outcome = dialSpokeH1
-		return pc, nil, false, nil
+		return t.h1FromDial(key, d), nil, false, nil
 	}
 	// Take our stream before anyone else can see the connection.
 	if !sc.ReserveStream() {
@@ -148,16 +148,16 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 
 // sharedFromDial turns a connection just dialled for a shared key into a
 // shared connection when it speaks HTTP/2 (or the caller's TLSNextProto
-// claims its protocol); nil, nil means it stays HTTP/1. On error the
-// connection is closed.
-func (t *Transport) sharedFromDial(key connKey, pc *h1Conn) (sharedConn, error) {
+// claims its protocol); nil, nil means it stays HTTP/1 (the caller builds
+// the h1Conn only then). On error the connection is closed.
+func (t *Transport) sharedFromDial(key connKey, d dialedConn) (sharedConn, error) {
 	ps := &t.h2.protos
 	proto := ""
-	if pc.tlsState != nil {
-		proto = pc.tlsState.NegotiatedProtocol
+	if d.tlsState != nil {
+		proto = d.tlsState.NegotiatedProtocol
 	}
 	if fn := ps.nextProto[proto]; proto != "" && fn != nil {
-		if tc, ok := pc.conn.(*tls.Conn); ok {
+		if tc, ok := d.conn.(*tls.Conn); ok {
 			rt := fn(key.addr, tc)
 			if e, ok := rt.(interface{ RoundTripErr() error }); ok {
 				return nil, e.RoundTripErr() // the function closed the connection
@@ -171,11 +171,11 @@ func (t *Transport) sharedFromDial(key connKey, pc *h1Conn) (sharedConn, error) 
 	}
 	switch {
 	case proto == "h2":
-	case pc.tlsState == nil && key.scheme == "http" && ps.h2c:
+	case d.tlsState == nil && key.scheme == "http" && ps.h2c:
 	default:
 		return nil, nil
 	}
-	c, err := h2conn.NewClientConn(pc.conn, t.h2.cfg)
+	c, err := h2conn.NewClientConn(d.conn, t.h2.cfg)
 	if err != nil {
 		return nil, err
 	}
