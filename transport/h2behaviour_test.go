@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/h2conn"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -535,5 +536,53 @@ func TestH2ProtocolSelection(t *testing.T) {
 	}
 	if got := ps.alpnFor(connKey{h1Only: true}); got != nil {
 		t.Fatalf("ALPN for an HTTP/1-only key = %v, want none", got)
+	}
+}
+
+// limitRefusingConn is a sharedConn whose RoundTrip refuses as h2conn does
+// for a provisional stream the server's SETTINGS left no room for: it
+// closes the request body it was given and reports ReasonStreamLimit.
+type limitRefusingConn struct{ calls int }
+
+func (c *limitRefusingConn) ReserveStream() bool { return true }
+func (c *limitRefusingConn) Usable() bool        { return true }
+func (c *limitRefusingConn) Close() error        { return nil }
+func (c *limitRefusingConn) ReleaseStream()      {}
+func (c *limitRefusingConn) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.calls++
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return nil, &h2conn.NotProcessedError{Reason: h2conn.ReasonStreamLimit, BodyUnread: true, Err: errors.New("at the limit")}
+}
+
+// TestH2StreamLimitRetry: a request refused with ReasonStreamLimit goes to
+// another connection at once (no backoff, even after earlier retries) and
+// without using up a retry, and keeps its unread body (no GetBody needed).
+func TestH2StreamLimitRetry(t *testing.T) {
+	tr := &Transport{}
+	tr.h2.backoffUnit = time.Hour // a backoff would end in the deadline below
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	body := &countingBody{Reader: strings.NewReader("payload")}
+	req := newReq(t, "POST", "https://example.invalid/", nil).WithContext(ctx)
+	req.Body, req.GetBody = body, nil
+	o := &outgoing{req: req, body: body}
+	sc := &limitRefusingConn{}
+	retries := maxSharedRetries - 1
+	for range 3 {
+		_, err := tr.roundTripShared(ctx, req, o, connKey{}, sc, &retries)
+		if err != errRetryShared {
+			t.Fatalf("err = %v, want a retry on another connection", err)
+		}
+	}
+	if retries != maxSharedRetries-1 {
+		t.Fatalf("retries = %d, want %d (a stream-limit refusal is not counted)", retries, maxSharedRetries-1)
+	}
+	if o.body != io.ReadCloser(body) || body.closed.Load() != 0 {
+		t.Fatalf("body replaced (%v) or closed %d times; the retry must get it unread", o.body != io.ReadCloser(body), body.closed.Load())
+	}
+	if got, _ := io.ReadAll(o.body); string(got) != "payload" {
+		t.Fatalf("body left for the retry reads %q", got)
 	}
 }
