@@ -136,7 +136,9 @@ func (c *Conn) ReserveStream() bool {
 		// Until the server's SETTINGS arrive x/net allows 100 streams
 		// (peersettings.go). Without a hook the slot is provisional:
 		// RoundTrip reserves it once the limit is known. A pool waiting
-		// for streams gets one stream only, then is woken.
+		// for streams gets one stream only, then is woken. Strict limits
+		// without a hook keep x/net's reservation, as before (x/net's
+		// strict mode has its own queueing, see the transport's row).
 		hooked := c.free.fn.Load() != nil
 		if !hooked && !c.strict {
 			c.startProbe()
