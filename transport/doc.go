@@ -65,6 +65,9 @@
 //     pool, whether or not the first one was reused, when its body can be
 //     produced again (no body, GetBody, or a body not yet read); at most 6
 //     retries, the second and later after 1 s, 2 s, 4 s... as x/net does.
+//     A request that found the new connection's streams all taken once the
+//     server's SETTINGS arrived (nothing sent, body unread) goes to another
+//     connection at once; that does not count as a retry.
 //   - Settings: HTTP2 (frame and header table sizes, receive buffers, ping
 //     health checks, WriteByteTimeout, CountError), MaxResponseHeaderBytes,
 //     DisableCompression (transparent gzip as net/http's HTTP/2),
