@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ferryhttp/ferry/internal/testpeer"
 )
@@ -112,7 +113,15 @@ func TestDifferentialWithNetHTTP(t *testing.T) {
 			return withAddr("http", newScriptedProxy(t, func(c net.Conn) { io.WriteString(c, "SSH-2.0-x\r\n\r\n") }).addr(), true)
 		}, true, "malformed proxy reply"},
 		{"garbage after 200 reaches TLS", func(t *testing.T) *url.URL {
-			return withAddr("http", newScriptedProxy(t, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\nnot TLS at all\r\n") }).addr(), true)
+			return withAddr("http", newScriptedProxy(t, func(c net.Conn) {
+				io.WriteString(c, "HTTP/1.1 200 OK\r\n\r\nnot TLS at all\r\n")
+				// Half-close and drain: closing with the client's
+				// ClientHello unread would make the kernel send a reset,
+				// and the client would see ECONNRESET instead of EOF.
+				c.(*net.TCPConn).CloseWrite()
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				io.Copy(io.Discard, c)
+			}).addr(), true)
 		}, true, "tls failure"},
 		{"proxy unreachable, https target", func(t *testing.T) *url.URL { return withAddr("http", closedAddr(t), true) }, true, "proxy unreachable"},
 		{"proxy unreachable, http target", func(t *testing.T) *url.URL { return withAddr("http", closedAddr(t), true) }, false, "proxy unreachable"},
