@@ -51,3 +51,24 @@ func TestShardLayout(t *testing.T) {
 		t.Fatalf("hits at offset %d: the hot fields no longer fit the first line", off)
 	}
 }
+
+// TestKeyStateLayout checks what the keyState comment promises for the
+// benchmark's key shape (three strings and a bool, like transport's key):
+// the fields a get or put touches fill the first cache line exactly, the key
+// and its hash the second, and the struct falls in the runtime's 192-byte
+// size class (177 to 192 bytes), whose objects start on line boundaries.
+func TestKeyStateLayout(t *testing.T) {
+	var ks keyState[benchKey, *benchConn]
+	if size := unsafe.Sizeof(ks); size <= 176 || size > 192 {
+		t.Fatalf("keyState is %d bytes, want 177-192 (the 192-byte size class)", size)
+	}
+	if off := unsafe.Offsetof(ks.idleIdx); off+4 != 64 {
+		t.Fatalf("idleIdx ends at %d: the idle stack and counts no longer fill the first line", off+4)
+	}
+	if off := unsafe.Offsetof(ks.key); off != 64 {
+		t.Fatalf("key at offset %d, want 64 (the start of the second line)", off)
+	}
+	if off := unsafe.Offsetof(ks.hash); off+8 > 128 {
+		t.Fatalf("hash ends at %d: the key and its hash no longer fit the second line", off+8)
+	}
+}

@@ -201,7 +201,7 @@ func (p *Pool[K, C]) AcquireTurnHashed(ctx context.Context, key K, kh KeyHash, t
 	if ks == nil {
 		ks = s.getOrCreateLocked(h, key)
 	}
-	if p.maxConns <= 0 || ks.conns < p.maxConns {
+	if p.maxConns <= 0 || int(ks.conns) < p.maxConns {
 		ks.conns++
 		s.mu.Unlock()
 		p.closeAsync(expired)
@@ -222,7 +222,7 @@ func (p *Pool[K, C]) AcquireTurnHashed(ctx context.Context, key K, kh KeyHash, t
 			t.seq = w.seq
 		}
 	}
-	ks.waiters.push(w)
+	ks.pushWaiter(w)
 	s.mu.Unlock()
 	p.counters.waits.Add(1)
 	p.closeAsync(expired)
@@ -354,7 +354,7 @@ func (p *Pool[K, C]) PutHashed(key K, kh KeyHash, c C) bool {
 	// shard it sets it.
 	ks.idle = append(ks.idle, idleEntry[C]{c: c, since: now})
 	if len(ks.idle) == 1 {
-		ks.idleIdx = len(s.idleKeys)
+		ks.idleIdx = int32(len(s.idleKeys))
 		s.idleKeys = append(s.idleKeys, ks)
 	}
 	if s.watermark.Load() == noIdle {

@@ -24,11 +24,15 @@ type idleEntry[C Conn] struct {
 
 // keyState is everything the pool knows about one key. It is reached only
 // through its shard's table and guarded by that shard's mu.
+//
+// Layout: a get or put touches the first cache line (the idle stack and
+// the counts) and the key that a lookup compares, which follows it; the
+// rest is for waiting and shared connections. With a two-word connection
+// and a key of up to 56 bytes the struct falls in the 192-byte size class,
+// whose objects start on a cache line, so a get or put touches exactly two
+// lines of it (TestKeyStateLayout): with thousands of keys, each line not
+// in cache is a memory access.
 type keyState[K comparable, C Conn] struct {
-	// The fields a get or put touches come first, so that for a small key
-	// they share two cache lines: the idle stack, the slot count, and the
-	// key that a lookup compares.
-
 	// idle is a stack: oldest at index 0, most recently used at the end, so
 	// every prefix is older than what follows it. It starts on inline.
 	idle []idleEntry[C]
@@ -36,11 +40,18 @@ type keyState[K comparable, C Conn] struct {
 	// keyState itself: one memory access fewer per get and put.
 	inline [DefaultMaxIdlePerKey]idleEntry[C]
 	// conns counts live connections holding a slot of this key.
-	conns int
-	key   K
+	conns int32
+	// idleIdx is the index of this key in shard.idleKeys, -1 when idle is empty.
+	idleIdx int32
 
-	// waiters are Acquire calls waiting for a slot, first come first served.
-	waiters waitQueue[C]
+	key K
+	// hash is the maphash of key (low bits chose the shard, the rest the
+	// table slot); the table keeps a copy next to its pointer for lookups.
+	hash uint64
+
+	// waiters are Acquire calls waiting for a slot, first come first
+	// served; nil until the key's first wait.
+	waiters *waitQueue[C]
 	// streamGen counts the moments a shared connection of this key may have
 	// gained a free stream (AddShared, StreamReleased); a Turn that saw an
 	// older value must look again before it waits. It is never reset, also
@@ -48,16 +59,11 @@ type keyState[K comparable, C Conn] struct {
 	streamGen uint64
 	// nextSeq numbers waiters in arrival order (see waiter.seq).
 	nextSeq uint64
-	// idleIdx is the index of this key in shard.idleKeys, -1 when idle is empty.
-	idleIdx int
-	// sharedIdx is the index of this key in shard.sharedKeys, -1 when shared is empty.
-	sharedIdx int
 	// shared is copy-on-write: a new slice is built on every change, so a
 	// reader may keep the header it read under the lock and use it after.
 	shared []SharedConn
-	// hash is the maphash of key (low bits chose the shard, the rest the
-	// table slot); the table keeps a copy next to its pointer for lookups.
-	hash uint64
+	// sharedIdx is the index of this key in shard.sharedKeys, -1 when shared is empty.
+	sharedIdx int
 }
 
 func (ks *keyState[K, C]) empty() bool {
@@ -181,12 +187,12 @@ func (s *shard[K, C]) removeOldestLocked(ks *keyState[K, C], n int, out []C) []C
 }
 
 func (s *shard[K, C]) unlistIdleLocked(ks *keyState[K, C]) {
-	i := ks.idleIdx
+	i := int(ks.idleIdx)
 	last := len(s.idleKeys) - 1
 	if i != last {
 		moved := s.idleKeys[last]
 		s.idleKeys[i] = moved
-		moved.idleIdx = i
+		moved.idleIdx = int32(i)
 	}
 	s.idleKeys[last] = nil
 	s.idleKeys = s.idleKeys[:last]

@@ -80,7 +80,7 @@ func (p *Pool[K, C]) ConnsLen(key K) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ks := s.lookupLocked(h, key); ks != nil {
-		return ks.conns
+		return int(ks.conns)
 	}
 	return 0
 }

@@ -161,7 +161,7 @@ func TestCancelledWakeIsPassedOn(t *testing.T) {
 	sh.mu.Lock()
 	ks := sh.lookupLocked(h, "k")
 	ks.nextSeq = 1
-	ks.waiters.push(w)
+	ks.pushWaiter(w)
 	sh.mu.Unlock()
 	out := make(chan acquired, 1)
 	startWaiter(context.Background(), p, "k", 1, out)

@@ -28,7 +28,21 @@ type waitQueue[C Conn] struct {
 	head int
 }
 
-func (wq *waitQueue[C]) len() int { return len(wq.q) - wq.head }
+// pushWaiter queues w on ks, creating the key's queue at its first wait.
+func (ks *keyState[K, C]) pushWaiter(w *waiter[C]) {
+	if ks.waiters == nil {
+		ks.waiters = new(waitQueue[C])
+	}
+	ks.waiters.push(w)
+}
+
+// len, remove and hand accept a nil queue: a key that never waited.
+func (wq *waitQueue[C]) len() int {
+	if wq == nil {
+		return 0
+	}
+	return len(wq.q) - wq.head
+}
 
 // push queues w in seq order: at the end for a new waiter (the highest
 // seq), before later arrivals for one that waits again.
@@ -65,7 +79,7 @@ func (wq *waitQueue[C]) popFront() *waiter[C] {
 // remove takes w out of the queue (a cancelled wait); it reports false when
 // w was no longer queued, that is when it has been handed a result.
 func (wq *waitQueue[C]) remove(w *waiter[C]) bool {
-	if !w.queued {
+	if wq == nil || !w.queued {
 		return false
 	}
 	for i := wq.head; i < len(wq.q); i++ {
@@ -86,6 +100,9 @@ func (wq *waitQueue[C]) remove(w *waiter[C]) bool {
 
 // hand gives r to the first waiter, reporting false when nobody waits.
 func (wq *waitQueue[C]) hand(r waitResult[C]) bool {
+	if wq == nil {
+		return false
+	}
 	w := wq.popFront()
 	if w == nil {
 		return false

@@ -136,7 +136,7 @@ func TestHandedWhileCancelling(t *testing.T) {
 			s, h := p.locate("k")
 			w := &waiter[*testConn]{ch: make(chan waitResult[*testConn], 1)}
 			s.mu.Lock()
-			s.lookupLocked(h, "k").waiters.push(w)
+			s.lookupLocked(h, "k").pushWaiter(w)
 			s.mu.Unlock()
 			tt.hand(p, holder)
 			p.giveUp("k", w)
