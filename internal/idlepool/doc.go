@@ -7,7 +7,8 @@
 //
 // Keys are spread over 64 shards by maphash.Comparable; each shard has its own
 // mutex and an open-addressing table indexed by the same hash (a key is hashed
-// once per call), so a get or put touches only its key's shard. A key keeps
+// once per call, or once per request when the caller keeps its KeyHash and
+// uses the ...Hashed calls), so a get or put touches only its key's shard. A key keeps
 // its idle connections in a small slice used as a stack (oldest at index 0,
 // most recently used at the end) whose first DefaultMaxIdlePerKey entries live
 // inside the key's record; nothing is allocated per get or put once the pool
