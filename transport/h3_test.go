@@ -363,3 +363,21 @@ func TestH3CloneAndSharedCache(t *testing.T) {
 		t.Fatal("the Transport does not use its AltSvc cache")
 	}
 }
+
+// getInBackground sends GET url through rt from a goroutine and reports
+// "<proto> <body>", or the error text, on the returned channel.
+func getInBackground(rt http.RoundTripper, url string) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", url, nil)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			out <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		out <- resp.Proto + " " + string(b)
+	}()
+	return out
+}

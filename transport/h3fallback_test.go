@@ -134,18 +134,7 @@ func TestH3ServerGoAway(t *testing.T) {
 	fetch(t, tr, "GET", u, nil)
 	eventually(t, "HTTP/3 ready", func() bool { return h3Ready(t, tr, u) })
 
-	held := make(chan string, 1)
-	go func() {
-		req, _ := http.NewRequest("GET", u+"/hold", nil)
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			held <- err.Error()
-			return
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		held <- resp.Proto + " " + string(b)
-	}()
+	held := getInBackground(tr, u+"/hold")
 	eventually(t, "the held request at the server", func() bool { return len(h.h3Remotes()) > 0 })
 	shutdownDone := make(chan error, 1)
 	go func() {

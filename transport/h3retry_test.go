@@ -208,19 +208,9 @@ func TestH3RetryUnsent(t *testing.T) {
 				t.Fatalf("first request over %s, want HTTP/3.0", resp.Proto)
 			}
 
-			held := make(chan string, 1)
+			var held <-chan string
 			if tc.hold {
-				go func() {
-					req, _ := http.NewRequest("GET", u+"/hold", nil)
-					resp, err := tr.RoundTrip(req)
-					if err != nil {
-						held <- err.Error()
-						return
-					}
-					b, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					held <- resp.Proto + " " + string(b)
-				}()
+				held = getInBackground(tr, u+"/hold")
 				eventually(t, "the held request at the server", func() bool { return paths.has("/hold") })
 			}
 
