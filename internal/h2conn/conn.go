@@ -104,6 +104,10 @@ func NewClientConn(nc net.Conn, cfg Config) (*Conn, error) {
 	c.mu.Unlock()
 	if closedEarly {
 		cc.Close()
+		return c, nil
+	}
+	if !cfg.DisableKeepAlives {
+		markInUse(t2)
 	}
 	return c, nil
 }

@@ -73,8 +73,11 @@
 // CanTakeNewRequest (which take no write lock), RoundTrip, Close, Shutdown,
 // Ping, State (only on the rare "x/net refuses and we hold no stream" path,
 // because in legacy mode it takes the write lock), the MarkDead call of a
-// ClientConnPool (watch.go), and the error texts in errors.go. No file here is
-// built per mode; the tests pass on go1.26.8 and go1.27.3.
+// ClientConnPool (watch.go), and the error texts in errors.go. One file pair
+// is built per mode: inuse_legacy.go marks each connection as used through
+// x/net's pool path (legacy x/net otherwise delays MarkDead with a pending
+// five-second timer); inuse_wrapped.go does nothing. The tests pass on
+// go1.26.8 and go1.27.3.
 //
 // To swap to net/http's ClientConn once it accepts a net.Conn, replace the
 // x/net calls in conn.go and roundtrip.go (NewClientConn, ReserveNewRequest,

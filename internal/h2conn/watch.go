@@ -7,8 +7,8 @@ import (
 	"golang.org/x/net/http2"
 )
 
-// errNoPool is what x/net gets if it ever asks the watch for a connection;
-// it only does so from Transport.RoundTrip, which this package never calls.
+// errNoPool is what x/net gets if it asks the watch for a connection before
+// the connection exists.
 var errNoPool = errors.New("h2conn: no connection pool behind this transport")
 
 // deathWatch is installed as the x/net transport's ClientConnPool only to
@@ -19,8 +19,14 @@ type deathWatch struct {
 	c *Conn
 }
 
+// GetClientConn is asked only from x/net's Transport.RoundTrip, which this
+// package calls once per connection, in markInUse (inuse_legacy.go): it
+// hands over the watched connection, so that x/net counts it as used.
 func (w deathWatch) GetClientConn(*http.Request, string) (*http2.ClientConn, error) {
-	return nil, errNoPool
+	if w.c.cc == nil {
+		return nil, errNoPool
+	}
+	return w.c.cc, nil
 }
 
 func (w deathWatch) MarkDead(*http2.ClientConn) {

@@ -1,0 +1,80 @@
+//go:build !(go1.27 && !http2legacy)
+
+package h2conn
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// TestMarkInUse: a kept-alive connection is marked as used when created
+// (its first request goes out on stream 3, the marker having taken stream
+// 1 without writing anything), and closing it after use reports its death
+// at once instead of after x/net's five-second "unused connection" timer; a
+// single-use connection is not marked (its one request is on stream 1).
+func TestMarkInUse(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		wantStream uint32
+	}{
+		{"kept_alive", Config{}, 3},
+		{"single_use", Config{DisableKeepAlives: true}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			streams := make(chan uint32, 4)
+			rs := startRawServer(t, func(fr *http2.Framer, id uint32) error {
+				streams <- id
+				return writeOK(fr, id)
+			})
+			nc := dialH2(t, rs.ln.Addr().String(), false)
+			c, err := NewClientConn(nc, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			died := make(chan struct{}, 8)
+			// The hook also runs when a stream is freed; only calls after
+			// Close count below.
+			c.OnStreamFree(func() {
+				select {
+				case died <- struct{}{}:
+				default:
+				}
+			})
+			if !c.ReserveStream() {
+				t.Fatal("no first stream")
+			}
+			resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+rs.ln.Addr().String()+"/", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d", resp.StatusCode)
+			}
+			resp.Body.Close()
+			if got := <-streams; got != tc.wantStream {
+				t.Fatalf("first request on stream %d, want %d", got, tc.wantStream)
+			}
+			if tc.cfg.DisableKeepAlives {
+				return
+			}
+			for len(died) > 0 {
+				<-died
+			}
+			c.Close()
+			// x/net would report an unmarked connection only after its
+			// five-second timer; the marked one is reported by the closing
+			// reader itself. The bound only turns a regression into a
+			// failure instead of a hang.
+			select {
+			case <-died:
+			case <-time.After(4 * time.Second):
+				t.Fatal("death not reported within 4s: x/net still treats the connection as unused")
+			}
+		})
+	}
+}
