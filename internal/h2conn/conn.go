@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -59,6 +60,9 @@ type Conn struct {
 	free streamFreeHook
 	// peer says whether the server's SETTINGS are known (peersettings.go).
 	peer peerSettings
+	// inUseHanded: the connection was handed to x/net's pool path once,
+	// for markInUse (watch.go).
+	inUseHanded atomic.Bool
 }
 
 // NewClientConn makes nc an HTTP/2 client connection: it writes the client

@@ -34,11 +34,22 @@ import (
 // it does use up one stream ID, so the first real request goes out on
 // stream 3. Single-use connections (DisableKeepAlives) are not marked: x/net
 // would count the marker as their one request and close them.
+//
+// x/net's reader runs while the marker goes out, so it may already have
+// processed SETTINGS allowing no stream (or a GOAWAY). The marker must then
+// still end at once: x/net's retry of an "unusable" connection finds no
+// connection the second time (deathWatch.GetClientConn), and connections
+// with strict limits are not marked, since x/net would make the marker wait
+// for a free stream (with no context to end the wait); they keep x/net's
+// timer.
 // inUseMarker is the Connection header value of markInUse's request: not
 // "close" or "keep-alive", so x/net refuses it.
 const inUseMarker = "ferry-h2conn-in-use"
 
 func markInUse(t2 *http2.Transport) {
+	if t2.StrictMaxConcurrentStreams {
+		return
+	}
 	req := &http.Request{
 		Method: http.MethodGet,
 		URL:    &url.URL{Scheme: "https", Host: "in-use.invalid", Path: "/"},

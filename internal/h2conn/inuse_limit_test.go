@@ -1,0 +1,170 @@
+//go:build !(go1.27 && !http2legacy)
+
+package h2conn
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// countingWatch wraps a deathWatch and counts the connections it hands to
+// x/net's pool path: every ask after the first is x/net retrying the
+// marker request.
+type countingWatch struct {
+	w       deathWatch
+	handed  atomic.Int32
+	retried chan struct{} // closed at the second hand-over
+	once    sync.Once
+}
+
+func (cw *countingWatch) GetClientConn(req *http.Request, addr string) (*http2.ClientConn, error) {
+	cc, err := cw.w.GetClientConn(req, addr)
+	if err == nil && cw.handed.Add(1) == 2 {
+		cw.once.Do(func() { close(cw.retried) })
+	}
+	return cc, err
+}
+
+func (cw *countingWatch) MarkDead(cc *http2.ClientConn) { cw.w.MarkDead(cc) }
+
+// serveZeroStreams is a cleartext HTTP/2 server whose SETTINGS allow no
+// concurrent stream (RFC 9113 section 6.5.2 lets a server say 0); it acks
+// SETTINGS and PINGs and nothing else.
+func serveZeroStreams(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards conns
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				preface := make([]byte, len(http2.ClientPreface))
+				if _, err := io.ReadFull(c, preface); err != nil {
+					return
+				}
+				fr := http2.NewFramer(c, c)
+				if fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 0}) != nil {
+					return
+				}
+				for {
+					f, err := fr.ReadFrame()
+					if err != nil {
+						return
+					}
+					switch f := f.(type) {
+					case *http2.SettingsFrame:
+						if !f.IsAck() && fr.WriteSettingsAck() != nil {
+							return
+						}
+					case *http2.PingFrame:
+						if !f.IsAck() && fr.WritePing(true, f.Data) != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln
+}
+
+// TestMarkInUseAfterPeerSettings: the marker request of markInUse must end
+// at once, also when x/net has already processed SETTINGS that leave no
+// room for a stream (x/net's reader races the marker in NewClientConn; the
+// test lets the reader win). Before the fix x/net's pool path retried the
+// "unusable" marker with 1, 2, 4... 32 s backoff (about a minute inside
+// NewClientConn, deaf to the request's context), and with strict limits
+// the marker waited for a free stream forever.
+func TestMarkInUseAfterPeerSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"default", Config{}},
+		{"strict", Config{StrictMaxConcurrentStreams: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln := serveZeroStreams(t)
+			nc, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &Conn{nc: nc, strict: tc.cfg.strict(), now: time.Now, peer: peerSettings{probed: make(chan struct{})}}
+			cw := &countingWatch{w: deathWatch{c}, retried: make(chan struct{})}
+			t2, err := tc.cfg.newTransports(cw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc, err := t2.NewClientConn(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.mu.Lock()
+			c.cc = cc
+			c.mu.Unlock()
+			defer cc.Close()
+			// The ack comes after the server's SETTINGS: once it is in,
+			// x/net knows the limit is 0.
+			if err := cc.Ping(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				markInUse(t2)
+			}()
+			for {
+				select {
+				case <-done:
+					return
+				case <-cw.retried:
+					t.Error("x/net retried the in-use marker (backoff of up to a minute)")
+					cc.Close()
+					<-done
+					return
+				default:
+				}
+				if cc.State().StreamsPending > 0 {
+					t.Error("the in-use marker waits inside x/net for a free stream")
+					cc.Close()
+					<-done
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+}
