@@ -74,9 +74,10 @@
 // Ping, State (only on the rare "x/net refuses and we hold no stream" path,
 // because in legacy mode it takes the write lock), the MarkDead call of a
 // ClientConnPool (watch.go), and the error texts in errors.go. One file pair
-// is built per mode: inuse_legacy.go marks each connection as used through
-// x/net's pool path (legacy x/net otherwise delays MarkDead with a pending
-// five-second timer); inuse_wrapped.go does nothing. The tests pass on
+// is built per mode: inuse_legacy.go marks each kept-alive connection
+// without strict limits as used through x/net's pool path (legacy x/net
+// otherwise delays MarkDead with a pending five-second timer);
+// inuse_wrapped.go does nothing. The tests pass on
 // go1.26.8 and go1.27.3.
 //
 // To swap to net/http's ClientConn once it accepts a net.Conn, replace the
