@@ -179,9 +179,18 @@ func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key c
 	r, ex := t.prepareH3(req, o)
 	resp, err := c.RoundTrip(r)
 	if err != nil {
-		err = ex.err(err)
-		ex.finish()
 		var re *h3conn.RetryableError
+		if mapped := ex.err(err); mapped != err {
+			// Cancelled (CancelRequest, Request.Cancel) or timed out just
+			// after the connection reported the request unsent, which
+			// leaves the body untouched: the request ends here, so its
+			// body is closed as RoundTrip promises.
+			if errors.As(err, &re) && re.Unsent && r.Body != nil {
+				r.Body.Close()
+			}
+			err = mapped
+		}
+		ex.finish()
 		if !errors.As(err, &re) {
 			return nil, err, true
 		}
