@@ -22,7 +22,9 @@ import (
 // with a stream reserved (whose RoundTrip fires GotConn itself).
 func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *dialState) (*h1Conn, sharedConn, error) {
 	trace := o.trace
-	if trace != nil && trace.GetConn != nil {
+	if o.getConnFired {
+		o.getConnFired = false // a retry is a new attempt: it fires again
+	} else if trace != nil && trace.GetConn != nil {
 		trace.GetConn(ds.firstHop(key))
 	}
 	// turn keeps this request's place between looking for a stream and

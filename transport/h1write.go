@@ -42,6 +42,9 @@ type outgoing struct {
 	trace          *httptrace.ClientTrace
 	proxyForm      bool   // sent to a forwarding proxy: absolute-form request target
 	proxyAuth      string // Proxy-Authorization the transport adds (forwarding proxy), "" if none
+	// getConnFired: the HTTP/3 path fired GetConn for this attempt and then
+	// sent the request to TCP; getConn does not fire it again (once).
+	getConnFired bool
 }
 
 // errBodyLength reports a body whose length differs from ContentLength.

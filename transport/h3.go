@@ -67,7 +67,7 @@ func (t *Transport) roundTripH3(req *http.Request, o *outgoing, key connKey) (re
 		return nil, err, true
 	}
 	if c == nil {
-		skipNextGetConn(o)
+		o.getConnFired = true // this attempt goes on over TCP
 		return nil, nil, false
 	}
 	if h.beforeSend != nil {

@@ -200,23 +200,3 @@ func (e *h3DialEvents) detach() {
 		e.detached.Store(true)
 	}
 }
-
-// skipNextGetConn makes the TCP path's next GetConn silent: the HTTP/3 path
-// fired it for this attempt already. Only the request's goroutine calls
-// GetConn, so the flag needs no lock.
-func skipNextGetConn(o *outgoing) {
-	if o.trace == nil || o.trace.GetConn == nil {
-		return
-	}
-	tr := *o.trace
-	next := tr.GetConn
-	skip := true
-	tr.GetConn = func(hostPort string) {
-		if skip {
-			skip = false
-			return
-		}
-		next(hostPort)
-	}
-	o.trace = &tr
-}
