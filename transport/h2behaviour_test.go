@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -18,8 +17,8 @@ import (
 
 	"github.com/ferryhttp/ferry/internal/h2conn"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
+	"github.com/ferryhttp/ferry/internal/testpeer"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 )
 
 // HTTP/2 behaviour of ferry's own design, beyond the differential rows:
@@ -258,103 +257,13 @@ func TestH2NoLeaks(t *testing.T) {
 	}
 }
 
-// rawH2Server is a cleartext HTTP/2 server written with x/net's Framer (test
-// only) that answers each request HEADERS through script, to produce what
-// real servers rarely send on demand: REFUSED_STREAM, GOAWAY naming an
-// earlier stream.
-type rawH2Server struct {
-	ln      net.Listener
-	script  func(conn, stream int, fr *http2.Framer, id uint32) error
-	wg      sync.WaitGroup
-	mu      sync.Mutex // guards conns, streams
-	conns   []net.Conn
-	streams int
-}
-
-func startRawH2(t *testing.T, script func(conn, stream int, fr *http2.Framer, id uint32) error) *rawH2Server {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &rawH2Server{ln: ln, script: script}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for n := 0; ; n++ {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns = append(s.conns, c)
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go func(n int) { defer s.wg.Done(); s.serve(n, c) }(n)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		s.mu.Lock()
-		for _, c := range s.conns {
-			c.Close()
-		}
-		s.mu.Unlock()
-		s.wg.Wait()
-	})
-	return s
-}
-
-func (s *rawH2Server) serve(n int, c net.Conn) {
-	defer c.Close()
-	preface := make([]byte, len(http2.ClientPreface))
-	if _, err := io.ReadFull(c, preface); err != nil {
-		return
-	}
-	fr := http2.NewFramer(c, c)
-	if fr.WriteSettings() != nil {
-		return
-	}
-	k := 0
-	for {
-		f, err := fr.ReadFrame()
-		if err != nil {
-			return
-		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() && fr.WriteSettingsAck() != nil {
-				return
-			}
-		case *http2.PingFrame:
-			if !f.IsAck() && fr.WritePing(true, f.Data) != nil {
-				return
-			}
-		case *http2.HeadersFrame:
-			s.mu.Lock()
-			s.streams++
-			s.mu.Unlock()
-			if s.script(n, k, fr, f.StreamID) != nil {
-				return
-			}
-			k++
-		}
-	}
-}
-
-func (s *rawH2Server) counts() (conns, streams int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns), s.streams
-}
-
-func rawOK(fr *http2.Framer, id uint32) error {
-	var buf bytes.Buffer
-	enc := hpack.NewEncoder(&buf)
-	enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
-	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: buf.Bytes(), EndHeaders: true}); err != nil {
-		return err
-	}
-	return fr.WriteData(id, true, []byte("ok"))
+// startRawH2 starts a cleartext HTTP/2 server written with x/net's Framer
+// that answers each request HEADERS through script (connection and stream
+// numbered from 0), to produce what real servers rarely send on demand:
+// REFUSED_STREAM, GOAWAY naming an earlier stream.
+func startRawH2(t *testing.T, script func(conn, stream int, fr *http2.Framer, id uint32) error) *testpeer.H2Server {
+	t.Helper()
+	return testpeer.StartH2(t, testpeer.H2Script{OnHeaders: script})
 }
 
 func h2cTransport() *Transport {
@@ -366,13 +275,13 @@ func TestH2RetryNotProcessed(t *testing.T) {
 		if conn == 0 && stream == 0 {
 			return fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
 		}
-		return rawOK(fr, id)
+		return testpeer.H2OK(fr, id)
 	}
 	goAwaySecond := func(conn, stream int, fr *http2.Framer, id uint32) error {
 		if conn == 0 && stream == 1 {
 			return fr.WriteGoAway(id-2, http2.ErrCodeNo, nil)
 		}
-		return rawOK(fr, id)
+		return testpeer.H2OK(fr, id)
 	}
 	cases := []struct {
 		name        string
@@ -394,7 +303,7 @@ func TestH2RetryNotProcessed(t *testing.T) {
 			s := startRawH2(t, tc.script)
 			tr := h2cTransport()
 			defer tr.CloseIdleConnections()
-			url := "http://" + s.ln.Addr().String() + "/"
+			url := "http://" + s.Addr() + "/"
 			if tc.warm {
 				h2GetOK(t, tr, url, "HTTP/2.0")
 			}
@@ -423,7 +332,7 @@ func TestH2RetryNotProcessed(t *testing.T) {
 					t.Fatalf("body %q, Request is caller's: %v", b, resp.Request == req)
 				}
 			}
-			if c, st := s.counts(); c != tc.wantConns || st != tc.wantStreams {
+			if c, st := s.Counts(); c != tc.wantConns || st != tc.wantStreams {
 				t.Fatalf("server: %d conns %d streams, want %d and %d", c, st, tc.wantConns, tc.wantStreams)
 			}
 		})
@@ -435,12 +344,12 @@ func TestH2RetryNotProcessed(t *testing.T) {
 		tr := h2cTransport()
 		tr.h2.backoffUnit = time.Millisecond
 		defer tr.CloseIdleConnections()
-		_, err := tr.RoundTrip(newReq(t, "GET", "http://"+s.ln.Addr().String()+"/", nil))
+		_, err := tr.RoundTrip(newReq(t, "GET", "http://"+s.Addr()+"/", nil))
 		var se http2.StreamError
 		if err == nil || !errors.As(err, &se) || se.Code != http2.ErrCodeRefusedStream {
 			t.Fatalf("err = %v, want REFUSED_STREAM after the retries", err)
 		}
-		if _, st := s.counts(); st != maxSharedRetries+1 {
+		if _, st := s.Counts(); st != maxSharedRetries+1 {
 			t.Fatalf("%d attempts, want %d", st, maxSharedRetries+1)
 		}
 	})

@@ -447,13 +447,13 @@ func TestNotProcessedFromServer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := startRawServer(t, tc.reply)
-			nc := dialH2(t, rs.ln.Addr().String(), false)
+			nc := dialH2(t, rs.Addr(), false)
 			c, err := NewClientConn(nc, Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			_, err = c.RoundTrip(newRequest(t, "GET", "http://"+rs.ln.Addr().String()+"/", nil))
+			_, err = c.RoundTrip(newRequest(t, "GET", "http://"+rs.Addr()+"/", nil))
 			var np *NotProcessedError
 			if !errors.As(err, &np) || np.Reason != tc.reason || !IsRetryable(err) {
 				t.Fatalf("err %v, want NotProcessedError %v", err, tc.reason)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/testpeer"
 	"golang.org/x/net/http2"
 )
 
@@ -28,9 +29,9 @@ func TestMarkInUse(t *testing.T) {
 			streams := make(chan uint32, 4)
 			rs := startRawServer(t, func(fr *http2.Framer, id uint32) error {
 				streams <- id
-				return writeOK(fr, id)
+				return testpeer.H2OK(fr, id)
 			})
-			nc := dialH2(t, rs.ln.Addr().String(), false)
+			nc := dialH2(t, rs.Addr(), false)
 			c, err := NewClientConn(nc, tc.cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -48,7 +49,7 @@ func TestMarkInUse(t *testing.T) {
 			if !c.ReserveStream() {
 				t.Fatal("no first stream")
 			}
-			resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+rs.ln.Addr().String()+"/", nil))
+			resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+rs.Addr()+"/", nil))
 			if err != nil {
 				t.Fatal(err)
 			}

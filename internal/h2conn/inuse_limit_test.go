@@ -4,7 +4,6 @@ package h2conn
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/testpeer"
 	"golang.org/x/net/http2"
 )
 
@@ -35,70 +35,14 @@ func (cw *countingWatch) GetClientConn(req *http.Request, addr string) (*http2.C
 
 func (cw *countingWatch) MarkDead(cc *http2.ClientConn) { cw.w.MarkDead(cc) }
 
-// serveZeroStreams is a cleartext HTTP/2 server whose SETTINGS allow no
-// concurrent stream (RFC 9113 section 6.5.2 lets a server say 0); it acks
+// serveZeroStreams starts a cleartext HTTP/2 server whose SETTINGS allow
+// no concurrent stream (RFC 9113 section 6.5.2 lets a server say 0); it acks
 // SETTINGS and PINGs and nothing else.
-func serveZeroStreams(t *testing.T) net.Listener {
+func serveZeroStreams(t *testing.T) *testpeer.H2Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex // guards conns
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				preface := make([]byte, len(http2.ClientPreface))
-				if _, err := io.ReadFull(c, preface); err != nil {
-					return
-				}
-				fr := http2.NewFramer(c, c)
-				if fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 0}) != nil {
-					return
-				}
-				for {
-					f, err := fr.ReadFrame()
-					if err != nil {
-						return
-					}
-					switch f := f.(type) {
-					case *http2.SettingsFrame:
-						if !f.IsAck() && fr.WriteSettingsAck() != nil {
-							return
-						}
-					case *http2.PingFrame:
-						if !f.IsAck() && fr.WritePing(true, f.Data) != nil {
-							return
-						}
-					}
-				}
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	return testpeer.StartH2(t, testpeer.H2Script{
+		Settings: []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 0}},
 	})
-	return ln
 }
 
 // TestMarkInUseAfterPeerSettings: the marker request of markInUse must end
@@ -117,8 +61,8 @@ func TestMarkInUseAfterPeerSettings(t *testing.T) {
 		{"strict", Config{StrictMaxConcurrentStreams: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ln := serveZeroStreams(t)
-			nc, err := net.Dial("tcp", ln.Addr().String())
+			srv := serveZeroStreams(t)
+			nc, err := net.Dial("tcp", srv.Addr())
 			if err != nil {
 				t.Fatal(err)
 			}

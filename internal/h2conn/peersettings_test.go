@@ -22,7 +22,7 @@ import (
 func TestSlotsBeforeSettingsKeepThePeerLimit(t *testing.T) {
 	const maxStreams = 2
 	srv := startLateSettingsServer(t, maxStreams)
-	c, err := NewClientConn(dialH2(t, srv.ln.Addr().String(), false), Config{})
+	c, err := NewClientConn(dialH2(t, srv.Addr(), false), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestSlotsBeforeSettingsKeepThePeerLimit(t *testing.T) {
 	}
 	results := make(chan error, maxStreams+1)
 	for i := range maxStreams + 1 {
-		req := newRequest(t, "GET", fmt.Sprintf("http://%s/%d", srv.ln.Addr(), i), nil).WithContext(ctx)
+		req := newRequest(t, "GET", fmt.Sprintf("http://%s/%d", srv.Addr(), i), nil).WithContext(ctx)
 		go func() {
 			resp, err := c.RoundTrip(req)
 			if err == nil {

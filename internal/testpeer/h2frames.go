@@ -1,0 +1,145 @@
+package testpeer
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"sync"
+	"testing"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// H2Script says how an H2Server behaves on each connection it accepts.
+type H2Script struct {
+	// Settings are the server's SETTINGS, sent after the client preface.
+	Settings []http2.Setting
+	// BeforeSettings, when set, runs after the preface and before the
+	// server's SETTINGS (a test holding them back until it is ready).
+	BeforeSettings func()
+	// OnHeaders answers a request's HEADERS frame on connection conn (0,
+	// 1, ... in accept order), the stream-th request of that connection.
+	// An error ends the connection. Nil ignores requests.
+	OnHeaders func(conn, stream int, fr *http2.Framer, streamID uint32) error
+}
+
+// H2Server is an in-process cleartext HTTP/2 server written with x/net's
+// Framer, for the frames real servers rarely send on demand (REFUSED_STREAM,
+// GOAWAY naming an earlier stream, SETTINGS late or allowing no stream). It
+// acknowledges SETTINGS and PING frames and hands HEADERS to the script;
+// everything else is read and ignored.
+type H2Server struct {
+	ln     net.Listener
+	script H2Script
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex // guards conns and streams
+	conns   []net.Conn
+	streams int
+}
+
+// StartH2 starts an H2Server on a loopback port; the test's cleanup closes
+// it and every connection and waits for its goroutines. A test whose
+// BeforeSettings blocks must unblock it in a cleanup registered after
+// StartH2 (cleanups run last-registered first).
+func StartH2(t testing.TB, script H2Script) *H2Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &H2Server{ln: ln, script: script}
+	s.wg.Add(1)
+	go s.accept()
+	t.Cleanup(s.close)
+	return s
+}
+
+// Addr is the server's "127.0.0.1:port".
+func (s *H2Server) Addr() string { return s.ln.Addr().String() }
+
+// Counts reports the connections accepted and the request HEADERS seen.
+func (s *H2Server) Counts() (conns, streams int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns), s.streams
+}
+
+func (s *H2Server) accept() {
+	defer s.wg.Done()
+	for n := 0; ; n++ {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.conns = append(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func(n int) {
+			defer s.wg.Done()
+			defer c.Close()
+			s.serve(n, c)
+		}(n)
+	}
+}
+
+func (s *H2Server) serve(n int, c net.Conn) {
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c, preface); err != nil || string(preface) != http2.ClientPreface {
+		return
+	}
+	if s.script.BeforeSettings != nil {
+		s.script.BeforeSettings()
+	}
+	fr := http2.NewFramer(c, c)
+	if fr.WriteSettings(s.script.Settings...) != nil {
+		return
+	}
+	for k := 0; ; {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() && fr.WriteSettingsAck() != nil {
+				return
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() && fr.WritePing(true, f.Data) != nil {
+				return
+			}
+		case *http2.HeadersFrame:
+			s.mu.Lock()
+			s.streams++
+			s.mu.Unlock()
+			if s.script.OnHeaders != nil && s.script.OnHeaders(n, k, fr, f.StreamID) != nil {
+				return
+			}
+			k++
+		}
+	}
+}
+
+func (s *H2Server) close() {
+	s.ln.Close()
+	s.mu.Lock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// H2OK answers stream streamID with status 200 and the body "ok".
+func H2OK(fr *http2.Framer, streamID uint32) error {
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: streamID, BlockFragment: buf.Bytes(), EndHeaders: true}); err != nil {
+		return err
+	}
+	return fr.WriteData(streamID, true, []byte("ok"))
+}
