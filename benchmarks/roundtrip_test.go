@@ -3,13 +3,9 @@ package benchmarks
 import (
 	"io"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/ferryhttp/ferry/internal/proccost"
 	"github.com/ferryhttp/ferry/transport"
 	"github.com/valyala/fasthttp"
 )
@@ -18,37 +14,11 @@ import (
 // reused connection, every response's status and body length checked.
 // Metrics: cpu-ns/op, ctxsw/op (getrusage), rw-syscalls/op (/proc/self/io).
 
-type cost struct {
-	cpu   time.Duration
-	ctxsw int64
-	rw    int64
-}
-
-func readCost() cost {
-	var c cost
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		c.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		c.ctxsw = ru.Nvcsw + ru.Nivcsw
-	}
-	if data, err := os.ReadFile("/proc/self/io"); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			k, v, _ := strings.Cut(line, ": ")
-			if k == "syscr" || k == "syscw" {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				c.rw += n
-			}
-		}
-	}
-	return c
-}
-
-func report(b *testing.B, before cost) {
-	after := readCost()
-	n := float64(b.N)
-	b.ReportMetric(float64(after.cpu-before.cpu)/n, "cpu-ns/op")
-	b.ReportMetric(float64(after.ctxsw-before.ctxsw)/n, "ctxsw/op")
-	b.ReportMetric(float64(after.rw-before.rw)/n, "rw-syscalls/op")
+func report(b *testing.B, before proccost.Cost) {
+	cpuNs, ctxSw, rw := proccost.Since(before).PerOp(b.N)
+	b.ReportMetric(cpuNs, "cpu-ns/op")
+	b.ReportMetric(ctxSw, "ctxsw/op")
+	b.ReportMetric(rw, "rw-syscalls/op")
 }
 
 type doer func(b *testing.B) func() // per goroutine: returns the op
@@ -118,7 +88,7 @@ func BenchmarkClient(b *testing.B) {
 			op()
 			b.ReportAllocs()
 			b.ResetTimer()
-			before := readCost()
+			before := proccost.Read()
 			for i := 0; i < b.N; i++ {
 				op()
 			}
@@ -131,7 +101,7 @@ func BenchmarkClient(b *testing.B) {
 			b.SetParallelism(32)
 			b.ReportAllocs()
 			b.ResetTimer()
-			before := readCost()
+			before := proccost.Read()
 			b.RunParallel(func(pb *testing.PB) {
 				op := d(b)
 				for pb.Next() {

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/ferryhttp/ferry/internal/proccost"
 )
 
 // BenchmarkRoundTrip measures one HTTP/1.1 GET on a reused keep-alive
@@ -55,41 +55,13 @@ func startBenchServer(b *testing.B) string {
 
 var benchChild *exec.Cmd
 
-type procCost struct {
-	rw    int64
-	cpu   time.Duration
-	ctxsw int64
-}
-
-func readProcCost(b *testing.B) procCost {
-	var c procCost
-	data, err := os.ReadFile("/proc/self/io")
-	if err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			k, v, ok := strings.Cut(line, ": ")
-			if !ok {
-				continue
-			}
-			n, _ := strconv.ParseInt(v, 10, 64)
-			if k == "syscr" || k == "syscw" {
-				c.rw += n
-			}
-		}
-	}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		c.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		c.ctxsw = ru.Nvcsw + ru.Nivcsw
-	}
-	return c
-}
-
-func reportCost(b *testing.B, before procCost) {
-	after := readProcCost(b)
-	n := float64(b.N)
-	b.ReportMetric(float64(after.rw-before.rw)/n, "rw-syscalls/op")
-	b.ReportMetric(float64(after.cpu-before.cpu)/n, "cpu-ns/op")
-	b.ReportMetric(float64(after.ctxsw-before.ctxsw)/n, "ctxsw/op")
+// reportCost reports the process's CPU, context switches and read/write
+// syscalls per op since before.
+func reportCost(b *testing.B, before proccost.Cost) {
+	cpuNs, ctxSw, rw := proccost.Since(before).PerOp(b.N)
+	b.ReportMetric(rw, "rw-syscalls/op")
+	b.ReportMetric(cpuNs, "cpu-ns/op")
+	b.ReportMetric(ctxSw, "ctxsw/op")
 }
 
 // benchGet does one request and checks status and body length.
@@ -168,7 +140,7 @@ func benchServedGets(b *testing.B, name string, newRT func() http.RoundTripper, 
 		get(b, rt, req, buf) // warm the connection
 		b.ReportAllocs()
 		b.ResetTimer()
-		before := readProcCost(b)
+		before := proccost.Read()
 		for i := 0; i < b.N; i++ {
 			get(b, rt, req, buf)
 		}
@@ -183,7 +155,7 @@ func benchServedGets(b *testing.B, name string, newRT func() http.RoundTripper, 
 		b.SetParallelism(32) // 64 goroutines on 2 cores
 		b.ReportAllocs()
 		b.ResetTimer()
-		before := readProcCost(b)
+		before := proccost.Read()
 		b.RunParallel(func(pb *testing.PB) {
 			req, _ := http.NewRequest("GET", url, nil)
 			buf := make([]byte, 512)

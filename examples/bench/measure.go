@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/proccost"
 )
 
 // sample is one measured round of one client on one case, per request.
@@ -21,32 +19,18 @@ type sample struct {
 // procCost is what the process has spent so far.
 type procCost struct {
 	wall    time.Time
-	cpu     time.Duration
 	mallocs uint64
-	rw      int64
+	proc    proccost.Cost // CPU time and read/write syscalls
 }
 
-// readCost reads CPU time (getrusage), allocations (runtime.MemStats) and
-// read/write syscalls (/proc/self/io syscr + syscw; zero where there is
-// no /proc).
+// readCost reads the wall clock, allocations (runtime.MemStats) and the
+// process's CPU time and read/write syscalls (internal/proccost).
 func readCost() procCost {
 	c := procCost{wall: time.Now()}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		c.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	c.mallocs = ms.Mallocs
-	if data, err := os.ReadFile("/proc/self/io"); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			k, v, ok := strings.Cut(line, ": ")
-			if ok && (k == "syscr" || k == "syscw") {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				c.rw += n
-			}
-		}
-	}
+	c.proc = proccost.Read()
 	return c
 }
 
@@ -55,9 +39,9 @@ func perRequest(before, after procCost, n int) sample {
 	f := float64(n)
 	return sample{
 		ns:         float64(after.wall.Sub(before.wall).Nanoseconds()) / f,
-		cpuNs:      float64(after.cpu-before.cpu) / f,
+		cpuNs:      float64((after.proc.CPU - before.proc.CPU).Nanoseconds()) / f,
 		allocs:     float64(after.mallocs-before.mallocs) / f,
-		rwSyscalls: float64(after.rw-before.rw) / f,
+		rwSyscalls: float64(after.proc.RW-before.proc.RW) / f,
 	}
 }
 

@@ -1,0 +1,54 @@
+// Package proccost reads what this process has spent so far: CPU time and
+// context switches (getrusage) and read/write syscalls (/proc/self/io
+// syscr + syscw, zero where there is no /proc). Benchmarks take a reading
+// before and after their loop and divide the difference by the operations,
+// with the server in a child process so only the client's cost is counted.
+package proccost
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Cost is a reading, or the difference of two.
+type Cost struct {
+	CPU   time.Duration // user + system time
+	CtxSw int64         // voluntary + involuntary context switches
+	RW    int64         // read and write syscalls
+}
+
+// Read returns the process's cost so far.
+func Read() Cost {
+	var c Cost
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		c.CtxSw = ru.Nvcsw + ru.Nivcsw
+	}
+	if data, err := os.ReadFile("/proc/self/io"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			k, v, ok := strings.Cut(line, ": ")
+			if ok && (k == "syscr" || k == "syscw") {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				c.RW += n
+			}
+		}
+	}
+	return c
+}
+
+// Since returns what was spent from the reading before until now.
+func Since(before Cost) Cost {
+	now := Read()
+	return Cost{CPU: now.CPU - before.CPU, CtxSw: now.CtxSw - before.CtxSw, RW: now.RW - before.RW}
+}
+
+// PerOp divides c by n operations: CPU ns, context switches and read/write
+// syscalls per operation, in the units benchmarks report them.
+func (c Cost) PerOp(n int) (cpuNs, ctxSw, rw float64) {
+	f := float64(n)
+	return float64(c.CPU.Nanoseconds()) / f, float64(c.CtxSw) / f, float64(c.RW) / f
+}
