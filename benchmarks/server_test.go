@@ -1,15 +1,14 @@
 package benchmarks
 
 import (
-	"bufio"
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ferryhttp/ferry/internal/benchchild"
 )
 
 // The server runs in a child process (this test binary re-executed with
@@ -26,9 +25,8 @@ func TestMain(m *testing.M) {
 		return
 	}
 	code := m.Run()
-	if child != nil {
-		child.Process.Kill()
-		child.Wait()
+	if stopServer != nil {
+		stopServer()
 	}
 	os.Exit(code)
 }
@@ -41,69 +39,21 @@ var response = func() []byte {
 func runServer() {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
+		benchchild.Fail(err)
 	}
-	fmt.Println(ln.Addr().String())
-	go func() {
-		os.Stdin.Read(make([]byte, 1))
-		os.Exit(0)
-	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			os.Exit(0)
-		}
-		go func(c net.Conn) {
-			defer c.Close()
-			br := bufio.NewReaderSize(c, 16<<10)
-			bw := bufio.NewWriterSize(c, 16<<10)
-			for {
-				for {
-					line, err := br.ReadSlice('\n')
-					if err != nil {
-						return
-					}
-					if len(line) <= 2 {
-						break
-					}
-				}
-				bw.Write(response)
-				if br.Buffered() == 0 && bw.Flush() != nil {
-					return
-				}
-			}
-		}(c)
-	}
+	benchchild.Serve(ln, func(c net.Conn) { benchchild.ServeCannedHTTP1(c, response) })
 }
 
 var (
 	serverOnce sync.Once
 	serverAddr string
 	serverErr  error
-	child      *exec.Cmd
+	stopServer func()
 )
 
 func startServer(b *testing.B) string {
 	serverOnce.Do(func() {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), serverEnv+"=1")
-		if _, err := cmd.StdinPipe(); err != nil {
-			serverErr = err
-			return
-		}
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			serverErr = err
-			return
-		}
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			serverErr = err
-			return
-		}
-		serverAddr = strings.TrimSpace(line)
-		child = cmd
+		serverAddr, stopServer, serverErr = benchchild.Start(serverEnv)
 	})
 	if serverErr != nil {
 		b.Fatal(serverErr)

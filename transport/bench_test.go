@@ -1,16 +1,14 @@
 package transport
 
 import (
-	"bufio"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/ferryhttp/ferry/internal/benchchild"
 	"github.com/ferryhttp/ferry/internal/proccost"
 )
 
@@ -27,33 +25,16 @@ var benchServer struct {
 	err  error
 }
 
-// startBenchServer re-executes the test binary as the server (once).
+// startBenchServer starts the server child (once).
 func startBenchServer(b *testing.B) string {
 	benchServer.once.Do(func() {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), benchServerEnv+"=1")
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			benchServer.err = err
-			return
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil {
-			benchServer.err = err
-			return
-		}
-		benchServer.addr = strings.TrimSpace(line)
-		_ = stdin // kept open for the process lifetime; the child exits on EOF
-		benchChild = cmd
+		benchServer.addr, _, benchServer.err = benchchild.Start(benchServerEnv)
 	})
 	if benchServer.err != nil {
 		b.Fatal(benchServer.err)
 	}
 	return "http://" + benchServer.addr + "/bench"
 }
-
-var benchChild *exec.Cmd
 
 // reportCost reports the process's CPU, context switches and read/write
 // syscalls per op since before.

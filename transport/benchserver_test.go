@@ -1,11 +1,12 @@
 package transport
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
+
+	"github.com/ferryhttp/ferry/internal/benchchild"
 )
 
 // The benchmark server runs in a child process (this test binary re-executed
@@ -26,23 +27,10 @@ func runBenchServer() {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
+		benchchild.Fail(err)
 	}
 	resp := benchResponse(nh)
-	fmt.Println(ln.Addr().String())
-	go func() { // exit when the parent closes our stdin
-		b := make([]byte, 1)
-		os.Stdin.Read(b)
-		os.Exit(0)
-	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			os.Exit(0)
-		}
-		go serveBench(c, resp)
-	}
+	benchchild.Serve(ln, func(c net.Conn) { benchchild.ServeCannedHTTP1(c, resp) })
 }
 
 func benchResponse(nh int) []byte {
@@ -55,28 +43,4 @@ func benchResponse(nh int) []byte {
 		s += "x"
 	}
 	return []byte(s)
-}
-
-func serveBench(c net.Conn, resp []byte) {
-	defer c.Close()
-	br := bufio.NewReaderSize(c, 16<<10)
-	bw := bufio.NewWriterSize(c, 16<<10)
-	for {
-		// Read one request head (benchmarks send no bodies).
-		for {
-			line, err := br.ReadSlice('\n')
-			if err != nil {
-				return
-			}
-			if len(line) <= 2 {
-				break
-			}
-		}
-		bw.Write(resp)
-		if br.Buffered() == 0 {
-			if bw.Flush() != nil {
-				return
-			}
-		}
-	}
 }

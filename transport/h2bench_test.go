@@ -1,18 +1,17 @@
 package transport
 
 import (
-	"bufio"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/ferryhttp/ferry/internal/benchchild"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
 )
 
@@ -36,13 +35,11 @@ func init() {
 func runBenchH2Server() {
 	cert, err := selfsigned.New("127.0.0.1")
 	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
+		benchchild.Fail(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(1)
+		benchchild.Fail(err)
 	}
 	body := []byte(strings.Repeat("x", benchBodyLen))
 	srv := &http.Server{
@@ -57,12 +54,7 @@ func runBenchH2Server() {
 		ErrorLog:  nilLogger(),
 	}
 	srv.TLSConfig.NextProtos = []string{"h2"}
-	fmt.Println(ln.Addr().String())
-	go func() { // exit when the parent closes our stdin
-		b := make([]byte, 1)
-		os.Stdin.Read(b)
-		os.Exit(0)
-	}()
+	benchchild.Announce(ln)
 	srv.ServeTLS(ln, "", "")
 	os.Exit(0)
 }
@@ -71,29 +63,12 @@ var benchH2 struct {
 	once sync.Once
 	url  string
 	err  error
-	cmd  *exec.Cmd
 }
 
 func startBenchH2Server(b *testing.B) string {
 	benchH2.once.Do(func() {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), benchH2ServerEnv+"=1")
-		if _, err := cmd.StdinPipe(); err != nil { // kept open: the child exits on EOF
-			benchH2.err = err
-			return
-		}
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			benchH2.err = err
-			return
-		}
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err != nil || strings.HasPrefix(line, "ERR") {
-			benchH2.err = fmt.Errorf("h2 bench server: %q %v", line, err)
-			return
-		}
-		benchH2.url = "https://" + strings.TrimSpace(line) + "/bench"
-		benchH2.cmd = cmd
+		addr, _, err := benchchild.Start(benchH2ServerEnv)
+		benchH2.url, benchH2.err = "https://"+addr+"/bench", err
 	})
 	if benchH2.err != nil {
 		b.Fatal(benchH2.err)

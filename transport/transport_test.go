@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/benchchild"
 )
 
 func TestNewDefaultsMatchDefaultTransport(t *testing.T) {
@@ -115,7 +117,7 @@ func TestAllocsPerRoundTrip(t *testing.T) {
 	// An allocation-free in-process server, so AllocsPerRun (which counts
 	// the whole process) sees only the client.
 	resp := benchResponse(4)
-	srv := startRawServer(t, func(c *rawConn) { serveBench(c.Conn, resp) })
+	srv := startRawServer(t, func(c *rawConn) { benchchild.ServeCannedHTTP1(c.Conn, resp) })
 	tr := &Transport{}
 	defer tr.CloseIdleConnections()
 	req := newReq(t, "GET", srv.URL, nil)
