@@ -49,38 +49,11 @@ func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (di
 		return dialedConn{}, err
 	}
 	if isTLS && !ds.viaProxy() && (t.DialTLSContext != nil || t.DialTLS != nil) {
-		var conn net.Conn
-		if t.DialTLSContext != nil {
-			conn, err = t.DialTLSContext(ctx, "tcp", key.addr)
-		} else {
-			conn, err = t.DialTLS("tcp", key.addr)
-		}
+		conn, err := t.dialCallerTLS(ctx, "tcp", key.addr)
 		if err != nil {
 			return dialedConn{}, err
 		}
-		if conn == nil {
-			return dialedConn{}, errors.New("net/http: Transport.DialTLS or DialTLSContext returned (nil, nil)")
-		}
-		d := dialedConn{conn: conn}
-		if tc, ok := conn.(*tls.Conn); ok {
-			trace := httptrace.ContextClientTrace(ctx)
-			if trace != nil && trace.TLSHandshakeStart != nil {
-				trace.TLSHandshakeStart()
-			}
-			if err := tc.HandshakeContext(ctx); err != nil {
-				conn.Close()
-				if trace != nil && trace.TLSHandshakeDone != nil {
-					trace.TLSHandshakeDone(tls.ConnectionState{}, err)
-				}
-				return dialedConn{}, err
-			}
-			cs := tc.ConnectionState()
-			if trace != nil && trace.TLSHandshakeDone != nil {
-				trace.TLSHandshakeDone(cs, nil)
-			}
-			d.tlsState = &cs
-		}
-		return d, nil
+		return dialedConn{conn: conn, tlsState: tlsStateOf(conn)}, nil
 	}
 
 	var raw net.Conn
@@ -114,7 +87,7 @@ func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (di
 		d.tlsState = &cs
 		d.conn = tc
 	} else if ds.viaProxy() {
-		d.tlsState = proxyTLSState(raw) // an https proxy forwarding http: net/http reports its TLS
+		d.tlsState = tlsStateOf(raw) // an https proxy forwarding http: net/http reports its TLS
 	}
 	if guardConn != nil {
 		d.guard = guardConn.Guard
@@ -152,18 +125,76 @@ func trimBrackets(h string) string {
 // list a key negotiates), and the Transport's session cache is used when
 // the config has none.
 func (t *Transport) tlsConfigFor(host string) *tls.Config {
+	cfg := t.clonedTLSConfig(t.sessionCache)
+	if cfg.ServerName == "" {
+		cfg.ServerName = trimBrackets(host)
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	return cfg
+}
+
+// clonedTLSConfig is a copy of TLSClientConfig (an empty config when it is
+// nil) that resumes sessions from cache unless the caller set a cache.
+func (t *Transport) clonedTLSConfig(cache tls.ClientSessionCache) *tls.Config {
 	var cfg *tls.Config
 	if t.TLSClientConfig != nil {
 		cfg = t.TLSClientConfig.Clone()
 	} else {
 		cfg = &tls.Config{}
 	}
-	if cfg.ServerName == "" {
-		cfg.ServerName = trimBrackets(host)
-	}
-	cfg.NextProtos = []string{"http/1.1"}
 	if cfg.ClientSessionCache == nil {
-		cfg.ClientSessionCache = t.sessionCache
+		cfg.ClientSessionCache = cache
 	}
 	return cfg
+}
+
+// dialCallerTLS dials addr (the origin, or an https proxy) with the
+// caller's DialTLSContext or DialTLS and completes the handshake of a
+// *tls.Conn not yet handshaken, firing the httptrace TLS hooks, as net/http
+// does.
+func (t *Transport) dialCallerTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	var conn net.Conn
+	var err error
+	if t.DialTLSContext != nil {
+		conn, err = t.DialTLSContext(ctx, network, addr)
+	} else {
+		conn, err = t.DialTLS(network, addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return nil, errors.New("net/http: Transport.DialTLS or DialTLSContext returned (nil, nil)")
+	}
+	tc, ok := conn.(*tls.Conn)
+	if !ok {
+		return conn, nil
+	}
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.TLSHandshakeStart != nil {
+		trace.TLSHandshakeStart()
+	}
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		if trace != nil && trace.TLSHandshakeDone != nil {
+			trace.TLSHandshakeDone(tls.ConnectionState{}, err)
+		}
+		return nil, err
+	}
+	if trace != nil && trace.TLSHandshakeDone != nil {
+		trace.TLSHandshakeDone(tc.ConnectionState(), nil)
+	}
+	return conn, nil
+}
+
+// tlsStateOf is conn's TLS state, nil when conn is not a *tls.Conn (for a
+// connection to an https proxy forwarding plain http requests too: net/http
+// reports it as Response.TLS).
+func tlsStateOf(conn net.Conn) *tls.ConnectionState {
+	tc, ok := conn.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	cs := tc.ConnectionState()
+	return &cs
 }

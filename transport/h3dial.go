@@ -164,15 +164,7 @@ func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative,
 
 // h3DialerConfig is the Transport's settings as h3conn sees them.
 func (t *Transport) h3DialerConfig(h *h3Client) h3conn.Config {
-	var tlsCfg *tls.Config
-	if t.TLSClientConfig != nil {
-		tlsCfg = t.TLSClientConfig.Clone()
-	} else {
-		tlsCfg = &tls.Config{}
-	}
-	if tlsCfg.ClientSessionCache == nil {
-		tlsCfg.ClientSessionCache = h.sessionCache
-	}
+	tlsCfg := t.clonedTLSConfig(h.sessionCache)
 	timeout := h.handshakeTimeout
 	if timeout == 0 && t.TLSHandshakeTimeout > 0 {
 		timeout = t.TLSHandshakeTimeout

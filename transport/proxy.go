@@ -2,12 +2,10 @@ package transport
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -196,15 +194,7 @@ func (ds *dialState) viaProxy() bool { return ds != nil && ds.proxy != nil }
 // fields, built once.
 func (t *Transport) proxyConfig() *proxydial.Config {
 	t.proxies.cfgOnce.Do(func() {
-		var tlsCfg *tls.Config
-		if t.TLSClientConfig != nil {
-			tlsCfg = t.TLSClientConfig.Clone()
-		} else {
-			tlsCfg = &tls.Config{}
-		}
-		if tlsCfg.ClientSessionCache == nil {
-			tlsCfg.ClientSessionCache = t.sessionCache
-		}
+		tlsCfg := t.clonedTLSConfig(t.sessionCache)
 		t.proxies.cfg = proxydial.Config{
 			TLSClientConfig:        tlsCfg,
 			TLSHandshakeTimeout:    t.TLSHandshakeTimeout,
@@ -246,7 +236,7 @@ func (t *Transport) dialProxyHop(ctx context.Context, key connKey, ds *dialState
 		var err error
 		switch {
 		case tlsHook:
-			c, err = t.dialProxyTLS(ctx, network, addr)
+			c, err = t.dialCallerTLS(ctx, network, addr)
 		case t.DialContext != nil:
 			c, err = t.DialContext(ctx, network, addr)
 		case t.Dial != nil:
@@ -300,53 +290,4 @@ func guardedSocket(c net.Conn) *dialer.Conn {
 		return nil
 	}
 	return &dialer.Conn{Conn: c, Guard: g}
-}
-
-// dialProxyTLS reaches an https proxy with the caller's DialTLSContext or
-// DialTLS, completing the handshake of a *tls.Conn not yet handshaken
-// with the httptrace TLS hooks, as net/http does.
-func (t *Transport) dialProxyTLS(ctx context.Context, network, addr string) (net.Conn, error) {
-	var conn net.Conn
-	var err error
-	if t.DialTLSContext != nil {
-		conn, err = t.DialTLSContext(ctx, network, addr)
-	} else {
-		conn, err = t.DialTLS(network, addr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if conn == nil {
-		return nil, errors.New("net/http: Transport.DialTLS or DialTLSContext returned (nil, nil)")
-	}
-	tc, ok := conn.(*tls.Conn)
-	if !ok {
-		return conn, nil
-	}
-	trace := httptrace.ContextClientTrace(ctx)
-	if trace != nil && trace.TLSHandshakeStart != nil {
-		trace.TLSHandshakeStart()
-	}
-	if err := tc.HandshakeContext(ctx); err != nil {
-		conn.Close()
-		if trace != nil && trace.TLSHandshakeDone != nil {
-			trace.TLSHandshakeDone(tls.ConnectionState{}, err)
-		}
-		return nil, err
-	}
-	if trace != nil && trace.TLSHandshakeDone != nil {
-		trace.TLSHandshakeDone(tc.ConnectionState(), nil)
-	}
-	return conn, nil
-}
-
-// proxyTLSState is the TLS state of a connection to an https proxy that
-// forwards plain http requests: net/http reports it as Response.TLS.
-func proxyTLSState(conn net.Conn) *tls.ConnectionState {
-	tc, ok := conn.(*tls.Conn)
-	if !ok {
-		return nil
-	}
-	cs := tc.ConnectionState()
-	return &cs
 }

@@ -246,13 +246,7 @@ func (c *Conn) CloseIfIdle() bool {
 		c.mu.Unlock()
 		return false
 	}
-	c.dead = true
-	already := c.closed
-	c.closed = true
-	c.mu.Unlock()
-	if !already {
-		c.cc.Close()
-	}
+	c.closeAndUnlock()
 	return true
 }
 
@@ -260,6 +254,13 @@ func (c *Conn) CloseIfIdle() bool {
 // idempotent and returns nil.
 func (c *Conn) Close() error {
 	c.mu.Lock()
+	c.closeAndUnlock()
+	return nil
+}
+
+// closeAndUnlock, called with c.mu held, marks the connection dead and
+// closed, releases c.mu and then closes the x/net connection, once.
+func (c *Conn) closeAndUnlock() {
 	c.dead = true
 	already := c.closed
 	c.closed = true
@@ -267,7 +268,6 @@ func (c *Conn) Close() error {
 	if !already {
 		c.cc.Close()
 	}
-	return nil
 }
 
 // Shutdown stops new streams, sends GOAWAY and waits until the streams in
