@@ -185,8 +185,8 @@ func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key c
 			// after the connection reported the request unsent, which
 			// leaves the body untouched: the request ends here, so its
 			// body is closed as RoundTrip promises.
-			if errors.As(err, &re) && re.Unsent && r.Body != nil {
-				r.Body.Close()
+			if errors.As(err, &re) && re.Unsent {
+				closeOutgoing(o)
 			}
 			err = mapped
 		}
