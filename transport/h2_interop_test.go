@@ -1,21 +1,19 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http/httptrace"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ferryhttp/ferry/internal/selfsigned"
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // Interop with a real, independent HTTP/2 server: nginx over TLS with a
@@ -24,7 +22,7 @@ import (
 
 const nginxConf = `worker_processes 1;
 pid %[1]s/nginx.pid;
-error_log %[1]s/error.log warn;
+error_log stderr warn;
 events { worker_connections 256; }
 http {
     access_log %[1]s/access.log;
@@ -49,77 +47,22 @@ http {
 }
 `
 
-func findNginx(t *testing.T) string {
-	for _, p := range []string{"/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("nginx"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("nginx not installed (required when CI=true)")
-	}
-	t.Skip("nginx not installed: skipping HTTP/2 interop with a real server")
-	return ""
-}
-
 // startNginx runs nginx in the foreground on a free loopback port and
 // returns its https base URL; it is stopped when the test ends.
 func startNginx(t *testing.T, cert *selfsigned.Cert) string {
-	bin := findNginx(t)
+	bin := testpeer.Binary(t, "nginx", "nginx")
 	dir := t.TempDir()
 	certFile, keyFile, err := cert.WriteFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := testpeer.FreePort(t)
 	conf := fmt.Sprintf(nginxConf, dir, port, certFile, keyFile)
 	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off;")
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case err := <-exited:
-			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-			t.Fatalf("nginx exited: %v\n%s\n%s", err, stderr.String(), errLog)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx did not listen on %s: %s", addr, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testpeer.StartDaemon(t, addr, bin, "-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-g", "daemon off;")
 	return "https://" + addr
 }
 

@@ -73,8 +73,18 @@ func (o *output) String() string {
 // daemon's output is logged when the test failed.
 func StartDaemon(t testing.TB, addr, bin string, args ...string) {
 	t.Helper()
+	StartDaemonEnv(t, addr, nil, bin, args...)
+}
+
+// StartDaemonEnv is StartDaemon with env added to the daemon's environment
+// (a "HOME" of the test's own, for example).
+func StartDaemonEnv(t testing.TB, addr string, env []string, bin string, args ...string) {
+	t.Helper()
 	out := &output{}
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
