@@ -52,17 +52,10 @@ func (s settings) nethttp(tlsCfg *tls.Config) http.RoundTripper {
 	}
 }
 
+// ferry is the same settings on ferry's Transport, taken over with From
+// (which TestFromCopiesEveryField checks field by field).
 func (s settings) ferry(tlsCfg *tls.Config) http.RoundTripper {
-	return &Transport{
-		DisableKeepAlives:      s.DisableKeepAlives,
-		DisableCompression:     s.DisableCompression,
-		MaxConnsPerHost:        s.MaxConnsPerHost,
-		MaxIdleConnsPerHost:    s.MaxIdleConnsPerHost,
-		ResponseHeaderTimeout:  s.ResponseHeaderTimeout,
-		ExpectContinueTimeout:  s.ExpectContinueTimeout,
-		MaxResponseHeaderBytes: s.MaxResponseHeaderBytes,
-		TLSClientConfig:        tlsCfg,
-	}
+	return From(s.nethttp(tlsCfg).(*http.Transport))
 }
 
 // seenRequest is a request as the server saw it.
