@@ -1,7 +1,9 @@
 // Package h2conn is ferry's single boundary around golang.org/x/net/http2:
 // it turns a net.Conn that already speaks HTTP/2 (TLS with ALPN "h2", or
 // cleartext with prior knowledge, "h2c") into a *Conn that the pool can share
-// between requests. Nothing else in ferry imports x/net/http2.
+// between requests. Nothing else in ferry imports x/net/http2 as a client
+// (internal/testpeer, imported only by tests, uses its Framer to write raw
+// frames).
 //
 // # Contract
 //
