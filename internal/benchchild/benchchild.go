@@ -31,7 +31,8 @@ var (
 
 // Start re-executes this test binary (running no tests) with env=1 set and
 // returns the address the child announced and a function that stops it. A
-// child that is never stopped runs until this process exits.
+// child that is never stopped runs until this process exits. After
+// PinApart the child runs on the CPU PinApart set aside for it.
 func Start(env string) (addr string, stop func(), err error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), env+"=1")
@@ -43,7 +44,11 @@ func Start(env string) (addr string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startPinned(cmd.Start); err != nil {
+		if cmd.Process != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
 		return "", nil, err
 	}
 	mu.Lock()
