@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -24,11 +25,25 @@ func TestMain(m *testing.M) {
 		runServer()
 		return
 	}
+	pinBenchmarks()
 	code := m.Run()
 	if stopServer != nil {
 		stopServer()
 	}
 	os.Exit(code)
+}
+
+// pinBenchmarks puts this process and the server child on separate cores
+// when benchmarks run (benchchild.PinApart), and says so in the log.
+func pinBenchmarks() {
+	note, err := benchchild.PinApart()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchmarks: not pinned:", err)
+		return
+	}
+	if note != "" {
+		fmt.Fprintln(os.Stderr, "benchmarks:", note)
+	}
 }
 
 var response = func() []byte {
