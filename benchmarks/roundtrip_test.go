@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"io"
 	"net/http"
+	"runtime"
 	"testing"
 
 	"github.com/ferryhttp/ferry/internal/proccost"
@@ -98,7 +99,9 @@ func BenchmarkClient(b *testing.B) {
 		b.Run(c.name+"/g64", func(b *testing.B) {
 			d, done := c.make()
 			defer done()
-			b.SetParallelism(32)
+			// 64 goroutines whatever GOMAXPROCS is (RunParallel starts
+			// parallelism x GOMAXPROCS).
+			b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
 			b.ReportAllocs()
 			b.ResetTimer()
 			before := proccost.Read()
