@@ -3,6 +3,7 @@ package transport
 import (
 	"io"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,7 +134,7 @@ func benchServedGets(b *testing.B, name string, newRT func() http.RoundTripper, 
 		defer closeIdle(rt)
 		warm, _ := http.NewRequest("GET", url, nil)
 		get(b, rt, warm, make([]byte, 512))
-		b.SetParallelism(32) // 64 goroutines on 2 cores
+		b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0))) // 64 goroutines
 		b.ReportAllocs()
 		b.ResetTimer()
 		before := proccost.Read()

@@ -263,6 +263,9 @@ func BenchmarkCountRequest(b *testing.B) {
 				impl.count()
 			}
 		})
+		// Contention needs several Ps: when benchmarks are pinned (the
+		// default, see TestMain) this row runs on one; run it with
+		// FERRY_BENCH_PIN=off to see the counters contend.
 		b.Run(impl.name+"/parallel", func(b *testing.B) {
 			b.SetParallelism(32)
 			b.RunParallel(func(pb *testing.PB) {
