@@ -37,13 +37,31 @@ func startBenchServer(b *testing.B) string {
 	return "http://" + benchServer.addr + "/bench"
 }
 
+// costMark is a reading of the process's costs before a benchmark loop.
+type costMark struct {
+	proc    proccost.Cost
+	mallocs uint64
+}
+
+// markCost takes the reading reportCost compares with.
+func markCost() costMark {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return costMark{proc: proccost.Read(), mallocs: ms.Mallocs}
+}
+
 // reportCost reports the process's CPU, context switches and read/write
-// syscalls per op since before.
-func reportCost(b *testing.B, before proccost.Cost) {
-	cpuNs, ctxSw, rw := proccost.Since(before).PerOp(b.N)
+// syscalls per op since before, and mallocs/op: allocations per op with
+// two decimals (allocs/op is truncated to an integer, which can hide a
+// difference of one allocation between two rows).
+func reportCost(b *testing.B, before costMark) {
+	cpuNs, ctxSw, rw := proccost.Since(before.proc).PerOp(b.N)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	b.ReportMetric(rw, "rw-syscalls/op")
 	b.ReportMetric(cpuNs, "cpu-ns/op")
 	b.ReportMetric(ctxSw, "ctxsw/op")
+	b.ReportMetric(float64(ms.Mallocs-before.mallocs)/float64(b.N), "mallocs/op")
 }
 
 // benchGet does one request and checks status and body length.
@@ -122,7 +140,7 @@ func benchServedGets(b *testing.B, name string, newRT func() http.RoundTripper, 
 		get(b, rt, req, buf) // warm the connection
 		b.ReportAllocs()
 		b.ResetTimer()
-		before := proccost.Read()
+		before := markCost()
 		for i := 0; i < b.N; i++ {
 			get(b, rt, req, buf)
 		}
@@ -137,7 +155,7 @@ func benchServedGets(b *testing.B, name string, newRT func() http.RoundTripper, 
 		b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0))) // 64 goroutines
 		b.ReportAllocs()
 		b.ResetTimer()
-		before := proccost.Read()
+		before := markCost()
 		b.RunParallel(func(pb *testing.PB) {
 			req, _ := http.NewRequest("GET", url, nil)
 			buf := make([]byte, 512)
