@@ -95,6 +95,41 @@ func (c *pairedClient) runChunk(n int) time.Duration {
 	return proccost.Since(before).CPU
 }
 
+// runTurns warms every client with warm requests, sizes a turn from the
+// slowest client so that one turn lasts about pairedChunk (a multiple of
+// per, the goroutines of a client), makes b.N requests with each client in
+// turns (order reversed every turn), reports each client's
+// <name>-cpu-ns/op and returns those figures by name.
+func runTurns(b *testing.B, clients []*pairedClient, warm, per int) map[string]float64 {
+	chunk := 1
+	for _, c := range clients {
+		start := time.Now()
+		c.runChunk(warm)
+		perReq := time.Since(start) / time.Duration(warm)
+		chunk = max(chunk, int(pairedChunk/max(perReq, time.Microsecond)))
+	}
+	chunk = max(per, chunk/per*per)
+	b.ResetTimer()
+	for done, turn := 0, 0; done < b.N; turn++ {
+		n := min(chunk, b.N-done)
+		for i := range clients {
+			c := clients[i]
+			if turn%2 == 1 {
+				c = clients[len(clients)-1-i]
+			}
+			c.cpu += c.runChunk(n)
+		}
+		done += n
+	}
+	b.StopTimer()
+	perOp := map[string]float64{}
+	for _, c := range clients {
+		perOp[c.name] = float64(c.cpu.Nanoseconds()) / float64(b.N)
+		b.ReportMetric(perOp[c.name], c.name+"-cpu-ns/op")
+	}
+	return perOp
+}
+
 func BenchmarkPaired(b *testing.B) {
 	addr := startServer(b)
 	url := "http://" + addr + "/bench"
@@ -106,34 +141,7 @@ func BenchmarkPaired(b *testing.B) {
 					c.done()
 				}
 			}()
-			// Warm every connection and size the chunk from the slowest
-			// client, so that one chunk lasts about pairedChunk.
-			chunk := 1
-			for _, c := range clients {
-				start := time.Now()
-				c.runChunk(4 * g)
-				perReq := time.Since(start) / time.Duration(4*g)
-				chunk = max(chunk, int(pairedChunk/max(perReq, time.Microsecond)))
-			}
-			chunk = max(g, chunk/g*g)
-			b.ResetTimer()
-			for done, turn := 0, 0; done < b.N; turn++ {
-				n := min(chunk, b.N-done)
-				for i := range clients {
-					c := clients[i]
-					if turn%2 == 1 {
-						c = clients[len(clients)-1-i]
-					}
-					c.cpu += c.runChunk(n)
-				}
-				done += n
-			}
-			b.StopTimer()
-			perOp := map[string]float64{}
-			for _, c := range clients {
-				perOp[c.name] = float64(c.cpu.Nanoseconds()) / float64(b.N)
-				b.ReportMetric(perOp[c.name], c.name+"-cpu-ns/op")
-			}
+			perOp := runTurns(b, clients, 4*g, g)
 			b.ReportMetric(perOp["ferry"]/perOp["fasthttp"], "ferry/fasthttp")
 			b.ReportMetric(perOp["floor"]/perOp["fasthttp"], "floor/fasthttp")
 			b.ReportMetric(perOp["ferry"]/perOp["floor"], "ferry/floor")
