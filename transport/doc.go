@@ -26,6 +26,13 @@
 //     and net.Error with Timeout() == true can be tested with errors.Is and
 //     errors.As.
 //
+// Timeouts: prefer a deadline on the request's context to
+// http.Client.Timeout. net/http's Client implements Timeout through the
+// context only for its own transports; for every other RoundTripper,
+// including this one, it adds a Request.Cancel channel, a timer and a
+// goroutine per request, which takes most of ferry's saving away (see the
+// README's Compatibility section for figures).
+//
 // Where ferry differs from net/http on purpose (documented on the fields):
 // New leaves DialContext nil because ferry dials itself, resolving names
 // through a DNS cache (Resolver, DNSCacheTTL); a TLS ClientSessionCache is
