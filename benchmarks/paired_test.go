@@ -164,16 +164,9 @@ var floorKeys = []string{"Content-Length", "Content-Type", "Server", "X-Request-
 // shows how much of the budget the RoundTripper contract itself takes.
 func roundTripFloor(c *fasthttp.HostClient, url string) doer {
 	return func(b *testing.B) func() {
-		req := fasthttp.AcquireRequest()
-		resp := fasthttp.AcquireResponse()
-		req.SetRequestURI(url)
+		get, resp := fastOp(b, c, url)
 		return func() {
-			if err := c.Do(req, resp); err != nil {
-				b.Fatal(err)
-			}
-			if resp.StatusCode() != 200 || len(resp.Body()) != bodyLen {
-				b.Fatalf("status %d body %d", resp.StatusCode(), len(resp.Body()))
-			}
+			get()
 			r := &http.Response{StatusCode: 200, Header: make(http.Header, len(floorKeys))}
 			vals := make([]string, len(floorKeys))
 			head := string(resp.Header.Header())

@@ -2,7 +2,6 @@ package benchmarks
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strconv"
 	"testing"
@@ -69,16 +68,6 @@ func timeoutDoer(b *testing.B, rt http.RoundTripper, url, mode string) func() {
 			b.Fatal(err)
 		}
 		resp, err := c.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, err := io.ReadFull(resp.Body, buf[:bodyLen])
-		if err != nil || n != bodyLen || resp.StatusCode != 200 {
-			b.Fatalf("status %d body %d err %v", resp.StatusCode, n, err)
-		}
-		if _, err := resp.Body.Read(buf); err != io.EOF {
-			b.Fatalf("body too long: %v", err)
-		}
-		resp.Body.Close()
+		checkResponse(b, resp, err, buf)
 	}
 }
