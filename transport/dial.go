@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
-	"net/http/httptrace"
 	"strconv"
 
 	"github.com/ferryhttp/ferry/internal/dialer"
@@ -170,21 +169,8 @@ func (t *Transport) dialCallerTLS(ctx context.Context, network, addr string) (ne
 	if !ok {
 		return conn, nil
 	}
-	trace := httptrace.ContextClientTrace(ctx)
-	if trace != nil && trace.TLSHandshakeStart != nil {
-		trace.TLSHandshakeStart()
-	}
-	if err := tc.HandshakeContext(ctx); err != nil {
-		conn.Close()
-		if trace != nil && trace.TLSHandshakeDone != nil {
-			trace.TLSHandshakeDone(tls.ConnectionState{}, err)
-		}
-		return nil, err
-	}
-	if trace != nil && trace.TLSHandshakeDone != nil {
-		trace.TLSHandshakeDone(tc.ConnectionState(), nil)
-	}
-	return conn, nil
+	// As net/http: no TLSHandshakeTimeout for a caller's TLS dial.
+	return dialer.Handshake(ctx, tc, 0)
 }
 
 // tlsStateOf is conn's TLS state, nil when conn is not a *tls.Conn (for a

@@ -5,8 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
-	"net/http/httptrace"
 	"net/url"
+
+	"github.com/ferryhttp/ferry/internal/dialer"
 )
 
 // ErrNotForwarding is returned by DialProxy for a SOCKS5 proxy: SOCKS
@@ -67,8 +68,6 @@ func dialTCP(ctx context.Context, cfg *Config, addr string) (net.Conn, error) {
 	return conn, err
 }
 
-var errTLSHandshakeTimeout = &timeoutError{what: "TLS handshake"}
-
 // handshakeProxyTLS runs TLS over conn to the proxy, closing conn on
 // failure, and fires the httptrace TLS hooks as net/http does.
 func handshakeProxyTLS(ctx context.Context, conn net.Conn, host string, cfg *Config) (*tls.Conn, error) {
@@ -82,30 +81,5 @@ func handshakeProxyTLS(ctx context.Context, conn net.Conn, host string, cfg *Con
 		tcfg.ServerName = host
 	}
 	tcfg.NextProtos = nil
-	trace := httptrace.ContextClientTrace(ctx)
-	if trace != nil && trace.TLSHandshakeStart != nil {
-		trace.TLSHandshakeStart()
-	}
-	hsCtx := ctx
-	if d := cfg.TLSHandshakeTimeout; d > 0 {
-		var cancel context.CancelFunc
-		hsCtx, cancel = context.WithTimeoutCause(ctx, d, errTLSHandshakeTimeout)
-		defer cancel()
-	}
-	tc := tls.Client(conn, tcfg)
-	err := tc.HandshakeContext(hsCtx)
-	if err != nil {
-		conn.Close()
-		if ctx.Err() == nil && errors.Is(context.Cause(hsCtx), errTLSHandshakeTimeout) {
-			err = errTLSHandshakeTimeout
-		}
-		if trace != nil && trace.TLSHandshakeDone != nil {
-			trace.TLSHandshakeDone(tls.ConnectionState{}, err)
-		}
-		return nil, err
-	}
-	if trace != nil && trace.TLSHandshakeDone != nil {
-		trace.TLSHandshakeDone(tc.ConnectionState(), nil)
-	}
-	return tc, nil
+	return dialer.HandshakeTLS(ctx, conn, tcfg, cfg.TLSHandshakeTimeout)
 }

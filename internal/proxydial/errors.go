@@ -32,16 +32,6 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("proxydial: proxy %s refused CONNECT %s: %d %s", e.Proxy, e.Target, e.StatusCode, text)
 }
 
-// timeoutError is returned when TLSHandshakeTimeout expires; like
-// net/http's, it is a net.Error whose Timeout() is true.
-type timeoutError struct{ what string }
-
-func (e *timeoutError) Error() string   { return "proxydial: " + e.what + " timeout" }
-func (e *timeoutError) Timeout() bool   { return true }
-func (e *timeoutError) Temporary() bool { return true }
-
-var _ net.Error = (*timeoutError)(nil)
-
 // proxyConnectError wraps a failure to reach the proxy itself the way
 // net/http does (a *net.OpError with Op "proxyconnect"), adding the
 // proxy's address to the message.
