@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log"
 	"net"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 type ctxKey string
@@ -170,7 +171,7 @@ func TestHTTP3Limits(t *testing.T) {
 // TestErrorLogReceivesHTTP3 checks that HTTP/3 failures (a panicking
 // handler) are reported to the http.Server's ErrorLog.
 func TestErrorLogReceivesHTTP3(t *testing.T) {
-	var buf syncBuffer
+	var buf testpeer.SyncBuffer
 	hs := &http.Server{
 		ErrorLog: log.New(&buf, "test: ", 0),
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -187,21 +188,4 @@ func TestErrorLogReceivesHTTP3(t *testing.T) {
 	if !strings.Contains(buf.String(), "test: http3:") || !strings.Contains(buf.String(), "boom") {
 		t.Fatalf("ErrorLog got %q, want the HTTP/3 panic", buf.String())
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -9,34 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/ferryhttp/ferry/internal/testpeer"
 	"github.com/ferryhttp/ferry/transport"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// lockedBuffer collects the program's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex // guards b
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestServeDirectory serves a directory, fetches a file from it over
 // HTTP/1.1, HTTP/2 and HTTP/3 with the printed CA certificate, then stops
@@ -49,7 +31,7 @@ func TestServeDirectory(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out lockedBuffer
+	var out testpeer.SyncBuffer
 	type started struct{ url, ca string }
 	ready := make(chan started, 1)
 	done := make(chan error, 1)

@@ -49,19 +49,23 @@ func FreePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// output collects a daemon's stdout and stderr for failure reports.
-type output struct {
+// SyncBuffer collects output written from several goroutines (a daemon's
+// stdout and stderr, a logger) for a test to read. The zero value is ready
+// to use.
+type SyncBuffer struct {
 	mu sync.Mutex // guards b
 	b  strings.Builder
 }
 
-func (o *output) Write(p []byte) (int, error) {
+// Write appends p; it never fails.
+func (o *SyncBuffer) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.b.Write(p)
 }
 
-func (o *output) String() string {
+// String returns everything written so far.
+func (o *SyncBuffer) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.b.String()
@@ -80,7 +84,7 @@ func StartDaemon(t testing.TB, addr, bin string, args ...string) {
 // (a "HOME" of the test's own, for example).
 func StartDaemonEnv(t testing.TB, addr string, env []string, bin string, args ...string) {
 	t.Helper()
-	out := &output{}
+	out := &SyncBuffer{}
 	cmd := exec.Command(bin, args...)
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
