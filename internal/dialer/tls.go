@@ -43,6 +43,37 @@ func HandshakeTLS(ctx context.Context, raw net.Conn, cfg *tls.Config, timeout ti
 // ErrTLSHandshakeTimeout for the timeout, the context's error (errors.Is)
 // when ctx ended, or the handshake's error.
 func Handshake(ctx context.Context, tc *tls.Conn, timeout time.Duration) (*tls.Conn, error) {
+	if err := handshake(ctx, tc, tc, tc, timeout); err != nil {
+		return nil, err
+	}
+	return tc, nil
+}
+
+// ConnectionStater is a connection that reports its TLS state, as Go
+// 1.27's net/http accepts from a caller's DialTLSContext in place of a
+// *tls.Conn (for ALPN and Response.TLS).
+type ConnectionStater interface {
+	ConnectionState() tls.ConnectionState
+}
+
+// handshaker is a connection that can complete a TLS handshake.
+type handshaker interface {
+	HandshakeContext(context.Context) error
+}
+
+// HandshakeStater is Handshake (without a timeout) for conn, a connection
+// that is not a *tls.Conn but reports its TLS state through cs (conn
+// itself, seen through the interface): its HandshakeContext runs first
+// when it has one. The hooks fire and failures are reported as for
+// Handshake; on failure conn is closed.
+func HandshakeStater(ctx context.Context, conn net.Conn, cs ConnectionStater) error {
+	hs, _ := cs.(handshaker)
+	return handshake(ctx, conn, hs, cs, 0)
+}
+
+// handshake runs hs (none: already done) with the trace hooks of ctx and
+// the error mapping Handshake documents.
+func handshake(ctx context.Context, conn net.Conn, hs handshaker, cs ConnectionStater, timeout time.Duration) error {
 	trace := httptrace.ContextClientTrace(ctx)
 	hsCtx := ctx
 	if timeout > 0 {
@@ -53,21 +84,24 @@ func Handshake(ctx context.Context, tc *tls.Conn, timeout time.Duration) (*tls.C
 	if trace != nil && trace.TLSHandshakeStart != nil {
 		trace.TLSHandshakeStart()
 	}
-	err := tc.HandshakeContext(hsCtx)
+	var err error
+	if hs != nil {
+		err = hs.HandshakeContext(hsCtx)
+	}
 	if err != nil {
 		if ctx.Err() == nil && hsCtx.Err() != nil {
 			err = ErrTLSHandshakeTimeout
 		} else if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-			err = &net.OpError{Op: "tls handshake", Net: "tcp", Addr: tc.RemoteAddr(), Err: ctx.Err()}
+			err = &net.OpError{Op: "tls handshake", Net: "tcp", Addr: conn.RemoteAddr(), Err: ctx.Err()}
 		}
-		tc.Close()
+		conn.Close()
 		if trace != nil && trace.TLSHandshakeDone != nil {
 			trace.TLSHandshakeDone(tls.ConnectionState{}, err)
 		}
-		return nil, err
+		return err
 	}
 	if trace != nil && trace.TLSHandshakeDone != nil {
-		trace.TLSHandshakeDone(tc.ConnectionState(), nil)
+		trace.TLSHandshakeDone(cs.ConnectionState(), nil)
 	}
-	return tc, nil
+	return nil
 }

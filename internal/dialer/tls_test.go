@@ -117,3 +117,101 @@ func TestHandshakeTLS(t *testing.T) {
 		}
 	})
 }
+
+// wrappedTLS is a caller's TLS connection that is not a *tls.Conn: the
+// handshake and state come from the embedded *tls.Conn through a wrapper.
+type wrappedTLS struct {
+	net.Conn
+	tc *tls.Conn
+}
+
+func (w wrappedTLS) HandshakeContext(ctx context.Context) error { return w.tc.HandshakeContext(ctx) }
+func (w wrappedTLS) ConnectionState() tls.ConnectionState       { return w.tc.ConnectionState() }
+
+// stateOnly reports a fixed TLS state and has no handshake of its own.
+type stateOnly struct {
+	net.Conn
+	state tls.ConnectionState
+}
+
+func (s stateOnly) ConnectionState() tls.ConnectionState { return s.state }
+
+func TestHandshakeStater(t *testing.T) {
+	cert, err := selfsigned.New("localhost", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsLn, err := tls.Listen("tcp", "127.0.0.1:0", cert.ServerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsSrv := serve(t, tlsLn)
+	d := &Dialer{}
+	traced := func(events *[]string, state *tls.ConnectionState, doneErr *error) context.Context {
+		return httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
+			TLSHandshakeStart: func() { *events = append(*events, "start") },
+			TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
+				*events = append(*events, "done")
+				*state, *doneErr = cs, err
+			},
+		})
+	}
+
+	t.Run("wrapper handshakes", func(t *testing.T) {
+		raw, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, tlsSrv.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := cert.ClientConfig()
+		cfg.ServerName = "localhost"
+		cfg.NextProtos = []string{"http/1.1"}
+		tc := tls.Client(raw, cfg)
+		w := wrappedTLS{Conn: tc, tc: tc}
+		defer w.Close()
+		var events []string
+		var state tls.ConnectionState
+		var doneErr error
+		if err := HandshakeStater(traced(&events, &state, &doneErr), w, w); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(events, []string{"start", "done"}) || !state.HandshakeComplete || doneErr != nil {
+			t.Fatalf("hooks %q, complete=%v, err %v", events, state.HandshakeComplete, doneErr)
+		}
+	})
+	t.Run("wrapper handshake fails: closed", func(t *testing.T) {
+		raw, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, tlsSrv.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc := tls.Client(raw, &tls.Config{ServerName: "localhost"}) // untrusted certificate
+		w := wrappedTLS{Conn: tc, tc: tc}
+		var events []string
+		var state tls.ConnectionState
+		var doneErr error
+		err = HandshakeStater(traced(&events, &state, &doneErr), w, w)
+		var ue *tls.CertificateVerificationError
+		if !errors.As(err, &ue) || doneErr != err || !slices.Equal(events, []string{"start", "done"}) {
+			t.Fatalf("err %v, Done err %v, hooks %q", err, doneErr, events)
+		}
+		if _, err := raw.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("conn not closed after failure: %v", err)
+		}
+	})
+	t.Run("state only: hooks report it", func(t *testing.T) {
+		raw, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, tlsSrv.port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		s := stateOnly{Conn: raw, state: tls.ConnectionState{NegotiatedProtocol: "h2", HandshakeComplete: true}}
+		var events []string
+		var state tls.ConnectionState
+		var doneErr error
+		if err := HandshakeStater(traced(&events, &state, &doneErr), s, s); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(events, []string{"start", "done"}) || state.NegotiatedProtocol != "h2" {
+			t.Fatalf("hooks %q, state %+v", events, state)
+		}
+	})
+}
