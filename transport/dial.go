@@ -165,22 +165,36 @@ func (t *Transport) dialCallerTLS(ctx context.Context, network, addr string) (ne
 	if conn == nil {
 		return nil, errors.New("net/http: Transport.DialTLS or DialTLSContext returned (nil, nil)")
 	}
-	tc, ok := conn.(*tls.Conn)
-	if !ok {
-		return conn, nil
-	}
 	// As net/http: no TLSHandshakeTimeout for a caller's TLS dial.
-	return dialer.Handshake(ctx, tc, 0)
+	if tc, ok := conn.(*tls.Conn); ok {
+		return dialer.Handshake(ctx, tc, 0)
+	}
+	// Go 1.27: any connection that reports a TLS state is handshaken too.
+	if cs, ok := conn.(dialer.ConnectionStater); ok && netHTTP127 {
+		if err := dialer.HandshakeStater(ctx, conn, cs); err != nil {
+			return nil, err
+		}
+	}
+	return conn, nil
 }
 
-// tlsStateOf is conn's TLS state, nil when conn is not a *tls.Conn (for a
+// tlsStateOf is conn's TLS state, nil when conn is not TLS (for a
 // connection to an https proxy forwarding plain http requests too: net/http
-// reports it as Response.TLS).
+// reports it as Response.TLS). Before Go 1.27 only a *tls.Conn is TLS; from
+// Go 1.27 on, as for net/http, so is any connection with a ConnectionState
+// method.
 func tlsStateOf(conn net.Conn) *tls.ConnectionState {
-	tc, ok := conn.(*tls.Conn)
-	if !ok {
+	var cs tls.ConnectionState
+	switch c := conn.(type) {
+	case *tls.Conn:
+		cs = c.ConnectionState()
+	case dialer.ConnectionStater:
+		if !netHTTP127 {
+			return nil
+		}
+		cs = c.ConnectionState()
+	default:
 		return nil
 	}
-	cs := tc.ConnectionState()
 	return &cs
 }

@@ -190,7 +190,9 @@ func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody) (*http.Respon
 	if err != nil {
 		return nil, err
 	}
-	if resp.Close || o.req.Close || o.addClose {
+	// Go 1.27 never reuses the connection of a CONNECT request: only a 2xx
+	// makes it a tunnel, but net/http drops it after any status.
+	if resp.Close || o.req.Close || o.addClose || (netHTTP127 && o.method == "CONNECT") {
 		pc.closeAfter = true
 	}
 	if kind == bodyNone {
