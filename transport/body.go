@@ -13,9 +13,12 @@ import (
 // from the connection's bufio.Reader on the caller's goroutine. At the end
 // of the body it hands the connection back (h1Conn.finish) before returning
 // io.EOF, so a caller that starts the next request right after gets the same
-// connection. Close before the end closes the connection. Close may run
-// concurrently with a blocked Read (a common way to abort one): it sets a
-// past deadline on the connection, and the Read, when it returns, closes it.
+// connection. Close before the end closes the connection, or, built with Go
+// 1.27 or later, drains what is left in the background as net/http 1.27
+// does (drain.go). Close may run concurrently with a blocked Read (a common
+// way to abort one): it sets a past deadline on the connection (or the drain
+// window's deadline), and the Read, when it returns, closes the connection
+// (or hands the rest of the body to the drain).
 
 var errReadOnClosedBody = errors.New("http: read on closed response body")
 
@@ -33,15 +36,27 @@ type h1Body struct {
 	pc      *h1Conn
 	trailer *http.Header // the response's Trailer, filled at EOF
 
-	kind   bodyKind
-	remain int64 // bodyLength: bytes left; bodyChunked: bytes left in chunk
-	chunk  chunkState
+	kind bodyKind
+	// bigLength: resp.ContentLength as the caller got it is over
+	// maxDrainBytes, so an early Close does not drain (set only when
+	// drainOnEarlyClose).
+	bigLength bool
+	// dropTrailer: the body is being drained after Close, when the
+	// Response belongs to the caller; trailers are read but not stored.
+	dropTrailer bool
+	remain      int64 // bodyLength: bytes left; bodyChunked: bytes left in chunk
+	chunk       chunkState
 
-	// mu guards state, closed and err; it is never held during I/O.
+	// mu guards state, closed, drainAfterRead, epoch and err; it is never
+	// held during I/O.
 	mu     sync.Mutex
 	state  uint8
-	closed bool  // Close was called
-	err    error // sticky error once ended
+	closed bool // Close was called
+	// drainAfterRead: Close ran during a Read and opened the drain window;
+	// the Read, when it returns, hands the rest of the body to the drain.
+	drainAfterRead bool
+	epoch          uint32 // Transport.idleEpoch when the drain window opened
+	err            error  // sticky error once ended
 }
 
 // init prepares b to read a body of kind (length bytes for bodyLength).
@@ -51,6 +66,9 @@ func (b *h1Body) init(pc *h1Conn, kind bodyKind, length int64, trailer *http.Hea
 	b.trailer = trailer
 	if kind == bodyLength {
 		b.remain = length
+		if drainOnEarlyClose && length > maxDrainBytes {
+			b.bigLength = true
+		}
 	}
 }
 
@@ -78,10 +96,15 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	switch {
 	case b.closed:
-		// Close ran during the I/O: it aborted the connection; finish it.
+		// Close ran during the I/O: it aborted the connection (finish it),
+		// or opened the drain window (drain.go).
 		b.state = bodyEnded
 		b.err = errReadOnClosedBody
-		b.pc.finish(false)
+		if drainOnEarlyClose && b.drainAfterRead {
+			b.drainAfterInterruptedRead(err)
+		} else {
+			b.pc.finish(false)
+		}
 		if err == nil || err == io.EOF {
 			return n, nil
 		}
@@ -102,7 +125,10 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Close implements io.Closer. Closing before the end closes the connection.
+// Close implements io.Closer. Closing before the end closes the
+// connection; built with Go 1.27 or later, a body that may be drained is
+// drained in the background instead and its connection kept if that reaches
+// the end (drain.go). Close never blocks on I/O.
 func (b *h1Body) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -113,8 +139,15 @@ func (b *h1Body) Close() error {
 	switch b.state {
 	case bodyIdle:
 		b.state = bodyEnded
+		if drainOnEarlyClose && b.drainOnClose() {
+			return nil
+		}
 		b.pc.finish(false)
 	case bodyReading:
+		if drainOnEarlyClose && b.mayDrain() && b.openDrainWindow() {
+			b.drainAfterRead = true
+			return nil
+		}
 		b.pc.interruptIO()
 	}
 	return nil
@@ -219,6 +252,9 @@ func (b *h1Body) readTrailer() error {
 	h, _, err := parseHeaderFields(block, 4)
 	if err != nil {
 		return err
+	}
+	if b.dropTrailer {
+		return nil
 	}
 	if *b.trailer == nil {
 		*b.trailer = h

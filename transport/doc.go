@@ -16,7 +16,12 @@
 //     it has read the whole body.
 //   - A response body read to EOF hands its connection back to the pool
 //     before the caller sees io.EOF; a body closed early closes the
-//     connection.
+//     connection, except that, built with Go 1.27 or later, ferry does what
+//     net/http 1.27 does: when the connection could be reused and
+//     resp.ContentLength is at most 256 KiB (or unknown), Close returns at
+//     once, the rest (up to 256 KiB) is read and discarded in the
+//     background for at most 50 ms, and the connection is kept if that
+//     reaches the end of the body.
 //   - Idle connections are not watched by a goroutine each. A connection the
 //     server closed while idle is found when it is reused: replayable
 //     requests are retried under net/http's rules, and a request that could

@@ -206,6 +206,7 @@ func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody) (*http.Respon
 	if o.addGzip {
 		if ce := resp.Header["Content-Encoding"]; len(ce) > 0 && strings.EqualFold(ce[0], "gzip") {
 			resp.Body = &gzipBody{body: b}
+			b.bigLength = false // resp.ContentLength is -1 now (drain.go)
 			delete(resp.Header, "Content-Encoding")
 			delete(resp.Header, "Content-Length")
 			resp.ContentLength = -1

@@ -185,6 +185,8 @@ type Transport struct {
 	cancels        cancelRegistry
 	proxies        proxyState
 	headerEstimate atomic.Int32   // moving average of header counts x16, seeds new conns
+	idleEpoch      atomic.Uint32  // CloseIdleConnections calls; a drain across one closes its conn (drain.go)
+	drainTime      time.Duration  // drain window (drain.go); zero means maxDrainTime, tests lengthen it
 	stats          transportStats // request-path counters behind Stats (stats.go)
 }
 
@@ -294,12 +296,14 @@ func (t *Transport) init() {
 }
 
 // CloseIdleConnections closes the connections now idle. It does not
-// interrupt connections in use. HTTP/3 connections without a request in
-// flight are closed too; once none is left in use, the UDP socket they
-// shared is closed and QUIC handshakes still in progress are abandoned, so
-// nothing of HTTP/3 outlives the call.
+// interrupt connections in use; one still draining a response body closed
+// early (Go 1.27, see the package doc) is closed when its drain ends.
+// HTTP/3 connections without a request in flight are closed too; once none
+// is left in use, the UDP socket they shared is closed and QUIC handshakes
+// still in progress are abandoned, so nothing of HTTP/3 outlives the call.
 func (t *Transport) CloseIdleConnections() {
 	t.init()
+	t.idleEpoch.Add(1)
 	t.pool.CloseIdle()
 	t.closeIdleShared()
 	t.closeIdleH3()
