@@ -56,8 +56,10 @@ func (b *h1Body) drainOnClose() bool {
 		return false
 	}
 	pc := b.pc
-	if b.kind == bodyLength && int64(pc.br.Buffered()) >= b.remain {
+	if b.kind == bodyLength && b.remain <= maxDrainBytes && int64(pc.br.Buffered()) >= b.remain {
 		// The rest is in the read buffer already: no I/O, no goroutine.
+		// (With a large ReadBufferSize a decompressed body may have more
+		// than maxDrainBytes buffered: the drain would give up on it.)
 		pc.br.Discard(int(b.remain))
 		b.remain = 0
 		pc.finish(true)

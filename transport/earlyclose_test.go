@@ -9,6 +9,7 @@ import (
 	"go/version"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"runtime"
@@ -239,6 +240,7 @@ type earlyCloseCase struct {
 var (
 	gzip300k = noisyGzip(300 << 10)
 	gzip64k  = noisyGzip(64 << 10)
+	gzip600k = noisyGzip(600 << 10)
 )
 
 var earlyCloseCases = []earlyCloseCase{
@@ -270,6 +272,9 @@ var earlyCloseCases = []earlyCloseCase{
 			}
 		}},
 	{name: "gzip-300k-left", first: send(gzipResponse(gzip300k)), read: 10, gzip: true},
+	// A read buffer that holds the whole rest does not change the limit.
+	{name: "gzip-600k-left-big-read-buffer", first: send(gzipResponse(gzip600k)), read: 10, gzip: true,
+		set: func(tr *Transport) { tr.ReadBufferSize = 1 << 20 }},
 	{name: "gzip-64k", first: send(gzipResponse(gzip64k)), read: 10, gzip: true, keeps: true},
 	{name: "stalled-mid-body", first: func(c *rawConn) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10000\r\n\r\n"+strings.Repeat("x", 100))
@@ -319,7 +324,7 @@ func TestEarlyClose(t *testing.T) {
 				if tc.check != nil {
 					tc.check(t, resp)
 				}
-				if tc.set == nil && tc.mod == nil { // the others close every connection
+				if !tr.DisableKeepAlives && tc.mod == nil { // the others close every connection
 					checkSettled(t, tr, srv, kept)
 				}
 			})
@@ -532,6 +537,49 @@ func TestEarlyCloseDrainBudget(t *testing.T) {
 			}
 			if len(trailer) != 1 || trailer["X-T"] != nil {
 				t.Errorf("trailer stored while draining: %v", trailer)
+			}
+		})
+	}
+}
+
+// TestEarlyCloseBufferedRest closes a body whose rest is already in the
+// read buffer (over an in-memory pipe, so what is buffered is exactly
+// known): Close discards it at once when it is within the limit, and leaves
+// a rest over the limit (possible for a decompressed body with a large
+// ReadBufferSize) to the drain, which gives up on it, as net/http would.
+func TestEarlyCloseBufferedRest(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rest  int
+		keeps bool // on Go 1.27
+	}{
+		{"256k", 256 << 10, true},
+		{"256k-plus-1", 256<<10 + 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &Transport{ReadBufferSize: 1 << 20, drainTime: time.Minute}
+			tr.init()
+			defer tr.CloseIdleConnections()
+			client, server := net.Pipe()
+			defer server.Close()
+			pc := newH1Conn(tr, connKey{scheme: "http", addr: "buffered.test:80"}, client)
+			go server.Write(bytes.Repeat([]byte("x"), tc.rest))
+			if _, err := pc.br.Peek(tc.rest); err != nil {
+				t.Fatal(err)
+			}
+			trailer := http.Header(nil)
+			var b h1Body
+			b.init(pc, bodyLength, int64(tc.rest), &trailer)
+			b.bigLength = false // as for a transparently decompressed body
+			b.Close()
+			want := wantKept(tc.keeps)
+			if idle := tr.pool.Stats().Idle; idle != map[bool]int{true: 1}[want] {
+				t.Fatalf("idle connections after Close: %d, want kept = %v", idle, want)
+			}
+			if !want { // the connection is closed, by Close or by the drain
+				if _, err := server.Read(make([]byte, 1)); err != io.EOF {
+					t.Fatalf("server end: %v, want EOF", err)
+				}
 			}
 		})
 	}
