@@ -11,11 +11,15 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/selfsigned"
 
 	"go.uber.org/goleak"
 )
@@ -582,5 +586,80 @@ func TestEarlyCloseBufferedRest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEarlyCloseTLS: the drain's deadline works the same through TLS (an
+// httptest server speaking HTTP/1.1; its ConnState tells when the client
+// closed the connection).
+func TestEarlyCloseTLS(t *testing.T) {
+	cert, err := selfsigned.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // guards closed
+	closed := 0
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			w.Write(bytes.Repeat([]byte("x"), 100000))
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	hs.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			mu.Lock()
+			closed++
+			mu.Unlock()
+		}
+	}
+	hs.Config.ErrorLog = nilLogger()
+	hs.TLS = cert.ServerConfig()
+	hs.StartTLS()
+	defer hs.Close()
+	tr := &Transport{TLSClientConfig: cert.ClientConfig(), drainTime: time.Minute}
+	defer tr.CloseIdleConnections()
+
+	e := newEarlyCloseRequest(t, hs.URL+"/big")
+	resp, err := tr.RoundTrip(e.req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.TLS == nil || resp.ProtoMajor != 1 {
+		t.Fatalf("not HTTP/1.1 over TLS: %s, TLS %v", resp.Proto, resp.TLS != nil)
+	}
+	closeEarly(t, e, resp, 10)
+	var kept bool
+	waitFor(t, func() bool {
+		select {
+		case err := <-e.putIdle:
+			if err != nil {
+				t.Fatalf("PutIdleConn(%v)", err)
+			}
+			kept = true
+			return true
+		default:
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return closed > 0
+	})
+	if want := wantKept(true); kept != want {
+		t.Fatalf("%s: connection kept = %v, want %v", runtime.Version(), kept, want)
+	}
+	var reused bool
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+	req := newReq(t, "GET", hs.URL, nil)
+	resp, err = tr.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(body) != "ok" {
+		t.Fatalf("next request: %q, %v", body, err)
+	}
+	if reused != kept {
+		t.Errorf("next request reused = %v, want %v", reused, kept)
 	}
 }
