@@ -6,7 +6,7 @@ import (
 )
 
 // Draining a response body closed before its end, as net/http does from
-// Go 1.27 (drainOnEarlyClose, set by drain_go127.go / drain_go126.go).
+// Go 1.27 (drainOnEarlyClose).
 //
 // When Close comes before the end of an HTTP/1.1 response body whose
 // connection could be reused (no "Connection: close" either way, keep-alives
@@ -35,6 +35,11 @@ import (
 // the drain (the Read got data), the connection goes back (the Read reached
 // the end) or it closes (the window ended). The Read itself returns what it
 // got, or errReadOnClosedBody.
+
+// drainOnEarlyClose is true when ferry is built with Go 1.27 or later,
+// whose net/http drains an early-closed body; built with Go 1.26 it is
+// false and the code here is compiled out (Close closes the connection).
+const drainOnEarlyClose = netHTTP127
 
 const (
 	maxDrainBytes = 256 << 10             // net/http's maxPostCloseReadBytes
