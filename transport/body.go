@@ -47,7 +47,7 @@ type h1Body struct {
 	remain      int64 // bodyLength: bytes left; bodyChunked: bytes left in chunk
 	chunk       chunkState
 
-	// mu guards state, closed, drainAfterRead, epoch and err; it is never
+	// mu guards state, closed, drainAfterRead and err; it is never
 	// held during I/O.
 	mu     sync.Mutex
 	state  uint8
@@ -55,8 +55,7 @@ type h1Body struct {
 	// drainAfterRead: Close ran during a Read and opened the drain window;
 	// the Read, when it returns, hands the rest of the body to the drain.
 	drainAfterRead bool
-	epoch          uint32 // Transport.idleEpoch when the drain window opened
-	err            error  // sticky error once ended
+	err            error // sticky error once ended
 }
 
 // init prepares b to read a body of kind (length bytes for bodyLength).

@@ -24,8 +24,9 @@ import (
 // passes at the latest. From Close on, the request's cancellation (context,
 // Request.Cancel, CancelRequest) no longer applies, as in net/http, where
 // nothing watches the request once its body is closed: a caller that cancels
-// its context right after Close keeps the connection. A drain that straddles
-// CloseIdleConnections closes its connection instead of pooling it, as
+// its context right after Close keeps the connection. A drain that ends
+// after CloseIdleConnections, with no request asking for a connection in
+// between, closes its connection instead of pooling it (h1Conn.finish), as
 // net/http's closeIdle flag does.
 //
 // Close during a blocked Read (net/http 1.27 opens the same window there,
@@ -94,7 +95,6 @@ func (b *h1Body) openDrainWindow() bool {
 		return false
 	}
 	pc.gen++ // abort(gen) of this request is now stale
-	b.epoch = pc.t.idleEpoch.Load()
 	return true
 }
 
@@ -108,7 +108,7 @@ func (b *h1Body) drainAfterInterruptedRead(err error) {
 		go b.drain()
 	case io.EOF:
 		pc.readDL = true // the window's deadline, cleared when the connection is kept
-		pc.finish(pc.t.idleEpoch.Load() == b.epoch)
+		pc.finish(true)
 	default:
 		pc.finish(false)
 	}
@@ -125,7 +125,7 @@ func (b *h1Body) drain() {
 	buf := copyBufPool.Get().(*[]byte)
 	ended := b.discardRest(*buf)
 	copyBufPool.Put(buf)
-	pc.finish(ended && pc.t.idleEpoch.Load() == b.epoch)
+	pc.finish(ended)
 }
 
 // discardRest reads the body into buf until its end, an error (the window's

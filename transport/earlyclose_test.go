@@ -170,10 +170,14 @@ func (e *earlyCloseRequest) settle(t *testing.T, srv *testServer) (kept bool) {
 	for {
 		select {
 		case err := <-e.putIdle:
-			if err != nil {
+			if err == nil {
+				return true
+			}
+			// After CloseIdleConnections the connection is refused (and
+			// then closed), with net/http's error.
+			if err != errCloseIdle {
 				t.Fatalf("PutIdleConn(%v)", err)
 			}
-			return true
 		default:
 		}
 		if liveConns(srv) == 0 {

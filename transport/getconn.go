@@ -22,6 +22,11 @@ import (
 // with a stream reserved (whose RoundTrip fires GotConn itself).
 func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *dialState) (*h1Conn, sharedConn, error) {
 	trace := o.trace
+	// A request wants connections kept again (net/http: queueForIdleConn
+	// undoes CloseIdleConnections' closeIdle).
+	if t.closeIdle.Load() {
+		t.closeIdle.Store(false)
+	}
 	if o.getConnFired {
 		o.getConnFired = false // a retry is a new attempt: it fires again
 	} else if trace != nil && trace.GetConn != nil {

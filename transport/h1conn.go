@@ -238,7 +238,22 @@ func (pc *h1Conn) finish(reusable bool) {
 		pc.closeAndRelease()
 		return
 	}
+	if pc.t.closeIdle.Load() {
+		if trace != nil && trace.PutIdleConn != nil {
+			trace.PutIdleConn(errCloseIdle)
+		}
+		pc.closeAndRelease()
+		return
+	}
 	if pc.t.pool.PutHashed(pc.key, pc.keyHash, pc) {
+		// CloseIdleConnections sets closeIdle before it sweeps the pool: if
+		// it is still clear here, that sweep comes after this Put and finds
+		// the connection. If it is set now, the sweep may have run before
+		// the Put landed: sweep again (rare; whatever is idle now would be
+		// closed anyway).
+		if pc.t.closeIdle.Load() {
+			pc.t.pool.CloseIdle()
+		}
 		if trace != nil && trace.PutIdleConn != nil {
 			trace.PutIdleConn(nil)
 		}
@@ -273,3 +288,7 @@ func (pc *h1Conn) writeDone() bool {
 }
 
 var errTooManyIdle = errors.New("http: putIdleConn: too many idle connections for host")
+
+// errCloseIdle is net/http's PutIdleConn error for a connection closed
+// because CloseIdleConnections ran while it was in use.
+var errCloseIdle = errors.New("http: putIdleConn: CloseIdleConnections was called")

@@ -184,10 +184,13 @@ type Transport struct {
 	sessionCache   tls.ClientSessionCache
 	cancels        cancelRegistry
 	proxies        proxyState
-	headerEstimate atomic.Int32   // moving average of header counts x16, seeds new conns
-	idleEpoch      atomic.Uint32  // CloseIdleConnections calls; a drain across one closes its conn (drain.go)
-	drainTime      time.Duration  // drain window (drain.go); zero means maxDrainTime, tests lengthen it
-	stats          transportStats // request-path counters behind Stats (stats.go)
+	headerEstimate atomic.Int32 // moving average of header counts x16, seeds new conns
+	// closeIdle: CloseIdleConnections ran and no request has asked for a
+	// connection since; an HTTP/1.1 connection that would go idle is closed
+	// instead (net/http's closeIdle; h1Conn.finish, getConn).
+	closeIdle atomic.Bool
+	drainTime time.Duration  // drain window (drain.go); zero means maxDrainTime, tests lengthen it
+	stats     transportStats // request-path counters behind Stats (stats.go)
 }
 
 // New returns a Transport with http.DefaultTransport's settings:
@@ -296,14 +299,16 @@ func (t *Transport) init() {
 }
 
 // CloseIdleConnections closes the connections now idle. It does not
-// interrupt connections in use; one still draining a response body closed
-// early (Go 1.27, see the package doc) is closed when its drain ends.
+// interrupt connections in use, but, as with net/http, an HTTP/1.1
+// connection in use when it is called is closed instead of kept idle when
+// its request ends, unless a newer request has asked for a connection since
+// (this includes one still draining a response body closed early, Go 1.27).
 // HTTP/3 connections without a request in flight are closed too; once none
 // is left in use, the UDP socket they shared is closed and QUIC handshakes
 // still in progress are abandoned, so nothing of HTTP/3 outlives the call.
 func (t *Transport) CloseIdleConnections() {
 	t.init()
-	t.idleEpoch.Add(1)
+	t.closeIdle.Store(true) // before the sweep: see h1Conn.finish
 	t.pool.CloseIdle()
 	t.closeIdleShared()
 	t.closeIdleH3()

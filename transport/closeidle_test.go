@@ -1,0 +1,80 @@
+package transport
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"testing"
+	"time"
+)
+
+// TestCloseIdleDuringRequest: as with net/http, a connection in use when
+// CloseIdleConnections runs is closed when its request ends (PutIdleConn
+// reports why), unless a newer request asked for a connection in between,
+// which makes the transport keep connections again.
+func TestCloseIdleDuringRequest(t *testing.T) {
+	ok := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }
+	for _, newerRequest := range []bool{false, true} {
+		for _, impl := range []string{"nethttp", "ferry"} {
+			name := impl + "/closed"
+			if newerRequest {
+				name = impl + "/kept-after-a-newer-request"
+			}
+			t.Run(name, func(t *testing.T) {
+				srv := startHandlerServer(t, ok, false, nil)
+				other := startHandlerServer(t, ok, false, nil)
+				var rt http.RoundTripper = &http.Transport{}
+				if impl == "ferry" {
+					rt = &Transport{}
+				}
+				defer closeIdle(rt)
+				putIdle := make(chan error, 1)
+				ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+					PutIdleConn: func(err error) { putIdle <- err },
+				})
+				req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				closeIdle(rt) // the connection is in use: not closed now
+				if newerRequest {
+					if o := observe(rt, newReq(t, "GET", other.URL, nil)); o.Status != 200 {
+						t.Fatalf("request to the other server: %+v", o)
+					}
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || string(body) != "hello" {
+					t.Fatalf("body %q, err %v", body, err)
+				}
+				var putErr error
+				select {
+				case putErr = <-putIdle:
+				case <-time.After(30 * time.Second):
+					t.Fatal("PutIdleConn never fired")
+				}
+				if newerRequest != (putErr == nil) {
+					t.Fatalf("PutIdleConn(%v), want an error: %v", putErr, !newerRequest)
+				}
+				if putErr != nil && putErr.Error() != errCloseIdle.Error() {
+					t.Fatalf("PutIdleConn(%q), want %q", putErr, errCloseIdle)
+				}
+				if o := observe(rt, newReq(t, "GET", srv.URL, nil)); o.Status != 200 {
+					t.Fatalf("second request: %+v", o)
+				}
+				srv.mu.Lock()
+				conns := srv.conns
+				srv.mu.Unlock()
+				want := 2
+				if newerRequest {
+					want = 1
+				}
+				if conns != want {
+					t.Fatalf("server saw %d connections, want %d", conns, want)
+				}
+			})
+		}
+	}
+}
