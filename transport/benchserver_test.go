@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/ferryhttp/ferry/internal/benchchild"
 )
@@ -17,7 +18,11 @@ import (
 
 const (
 	benchServerEnv = "FERRY_BENCH_SERVER"
-	benchBodyLen   = 128
+	// slowServerEnv starts the same server answering each request 1 ms
+	// late, so that a client's first read finds nothing yet
+	// (TestWriteAwaitSyscalls).
+	slowServerEnv = "FERRY_SLOW_SERVER"
+	benchBodyLen  = 128
 )
 
 func runBenchServer() {
@@ -30,7 +35,20 @@ func runBenchServer() {
 		benchchild.Fail(err)
 	}
 	resp := benchResponse(nh)
-	benchchild.Serve(ln, func(c net.Conn) { benchchild.ServeCannedHTTP1(c, resp) })
+	benchchild.Serve(ln, func(c net.Conn) {
+		if os.Getenv(slowServerEnv) != "" {
+			c = lateWriter{c}
+		}
+		benchchild.ServeCannedHTTP1(c, resp)
+	})
+}
+
+// lateWriter delays every write by a millisecond.
+type lateWriter struct{ net.Conn }
+
+func (w lateWriter) Write(p []byte) (int, error) {
+	time.Sleep(time.Millisecond)
+	return w.Conn.Write(p)
 }
 
 func benchResponse(nh int) []byte {

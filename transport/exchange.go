@@ -55,7 +55,14 @@ func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
 	hs := headState{budget: pc.t.maxHeaderBytes()}
 	switch {
 	case o.body == nil:
+		// Without hooks to fire between the write and the wait, and
+		// without a header timeout to start after the write, the flush
+		// also waits for the response (writeawait_unix.go).
+		// Bytes already buffered would be read before the socket, which
+		// might stay silent: not then.
+		pc.awaitOnFlush = pc.raw != nil && o.trace == nil && pc.t.ResponseHeaderTimeout == 0 && pc.br.Buffered() == 0
 		err := pc.bw.Flush()
+		pc.awaitOnFlush = false
 		wroteRequest(o, err)
 		if err != nil {
 			return nil, &connBrokenError{err}
