@@ -16,7 +16,9 @@ import (
 	"github.com/ferryhttp/ferry/internal/selfsigned"
 )
 
-func TestHandshakeTLS(t *testing.T) {
+// startTLSServer starts a loopback TLS server (reading drives its
+// handshake) with a throw-away certificate for localhost.
+func startTLSServer(t *testing.T) (*selfsigned.Cert, *server) {
 	cert, err := selfsigned.New("localhost", "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +27,11 @@ func TestHandshakeTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tlsSrv := serve(t, tlsLn) // reading drives the server handshake
+	return cert, serve(t, tlsLn)
+}
+
+func TestHandshakeTLS(t *testing.T) {
+	cert, tlsSrv := startTLSServer(t)
 	silent := listen(t, "127.0.0.1:0")
 	d := &Dialer{}
 
@@ -137,15 +143,7 @@ type stateOnly struct {
 func (s stateOnly) ConnectionState() tls.ConnectionState { return s.state }
 
 func TestHandshakeStater(t *testing.T) {
-	cert, err := selfsigned.New("localhost", "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsLn, err := tls.Listen("tcp", "127.0.0.1:0", cert.ServerConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsSrv := serve(t, tlsLn)
+	cert, tlsSrv := startTLSServer(t)
 	d := &Dialer{}
 	traced := func(events *[]string, state *tls.ConnectionState, doneErr *error) context.Context {
 		return httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
