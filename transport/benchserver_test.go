@@ -1,8 +1,11 @@
 package transport
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -35,20 +38,31 @@ func runBenchServer() {
 		benchchild.Fail(err)
 	}
 	resp := benchResponse(nh)
-	benchchild.Serve(ln, func(c net.Conn) {
-		if os.Getenv(slowServerEnv) != "" {
-			c = lateWriter{c}
-		}
-		benchchild.ServeCannedHTTP1(c, resp)
-	})
+	if os.Getenv(slowServerEnv) != "" {
+		benchchild.Serve(ln, func(c net.Conn) { serveLate(c, resp) })
+		return
+	}
+	benchchild.Serve(ln, func(c net.Conn) { benchchild.ServeCannedHTTP1(c, resp) })
 }
 
-// lateWriter delays every write by a millisecond.
-type lateWriter struct{ net.Conn }
-
-func (w lateWriter) Write(p []byte) (int, error) {
-	time.Sleep(time.Millisecond)
-	return w.Conn.Write(p)
+// serveLate answers every request on c, whose body it reads first, with
+// resp, a millisecond late.
+func serveLate(c net.Conn, resp []byte) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		if _, err := io.Copy(io.Discard, req.Body); err != nil {
+			return
+		}
+		time.Sleep(time.Millisecond)
+		if _, err := c.Write(resp); err != nil {
+			return
+		}
+	}
 }
 
 func benchResponse(nh int) []byte {

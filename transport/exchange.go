@@ -55,12 +55,7 @@ func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
 	hs := headState{budget: pc.t.maxHeaderBytes()}
 	switch {
 	case o.body == nil:
-		// Without hooks to fire between the write and the wait, and
-		// without a header timeout to start after the write, the flush
-		// also waits for the response (writeawait_unix.go).
-		// Bytes already buffered would be read before the socket, which
-		// might stay silent: not then.
-		pc.awaitOnFlush = pc.raw != nil && o.trace == nil && pc.t.ResponseHeaderTimeout == 0 && pc.br.Buffered() == 0
+		pc.awaitOnFlush = pc.flushAwaits(o)
 		err := pc.bw.Flush()
 		pc.awaitOnFlush = false
 		wroteRequest(o, err)
@@ -74,7 +69,9 @@ func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
 	case o.syncBody:
 		err := writeRequestBody(pc.bw, o)
 		if err == nil {
+			pc.awaitOnFlush = pc.flushAwaits(o)
 			err = pc.bw.Flush()
+			pc.awaitOnFlush = false
 		}
 		wroteRequest(o, err)
 		if err != nil {
@@ -84,6 +81,15 @@ func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
 		return pc.readResponse(o, &hs)
 	}
 	return pc.exchangeAsync(o, &hs)
+}
+
+// flushAwaits reports whether the flush that ends o's request may also wait
+// for the response (writeawait_unix.go): the connection is cleartext TCP,
+// no hook is to fire between the write and the wait, no header timeout is
+// to start after the write, and nothing is buffered already (it would be
+// read before the socket, which might stay silent).
+func (pc *h1Conn) flushAwaits(o *outgoing) bool {
+	return pc.raw != nil && o.trace == nil && pc.t.ResponseHeaderTimeout == 0 && pc.br.Buffered() == 0
 }
 
 func wroteRequest(o *outgoing, err error) {
