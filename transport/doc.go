@@ -15,7 +15,7 @@
 //     by one goroutine for that request only, so a server may answer before
 //     it has read the whole body. On a cleartext TCP connection (Unix), a
 //     request without a body or with a small one in memory, and without
-//     httptrace hooks or ResponseHeaderTimeout, costs two system calls: the goroutine waits for the socket to become
+//     httptrace hooks, costs two system calls: the goroutine waits for the socket to become
 //     readable before its first read, which then finds the response
 //     (net/http and fasthttp make three: their first read finds nothing).
 //   - A response body read to EOF hands its connection back to the pool

@@ -55,41 +55,48 @@ func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
 	hs := headState{budget: pc.t.maxHeaderBytes()}
 	switch {
 	case o.body == nil:
-		pc.awaitOnFlush = pc.flushAwaits(o)
-		err := pc.bw.Flush()
-		pc.awaitOnFlush = false
+		err := pc.flushRequest(o)
 		wroteRequest(o, err)
 		if err != nil {
 			return nil, &connBrokenError{err}
 		}
-		pc.armHeaderTimeout()
 		return pc.readResponse(o, &hs)
 	case o.expectContinue:
 		return pc.exchangeContinue(o, &hs)
 	case o.syncBody:
 		err := writeRequestBody(pc.bw, o)
 		if err == nil {
-			pc.awaitOnFlush = pc.flushAwaits(o)
-			err = pc.bw.Flush()
-			pc.awaitOnFlush = false
+			err = pc.flushRequest(o)
 		}
 		wroteRequest(o, err)
 		if err != nil {
 			return nil, writeFailure(err)
 		}
-		pc.armHeaderTimeout()
 		return pc.readResponse(o, &hs)
 	}
 	return pc.exchangeAsync(o, &hs)
 }
 
-// flushAwaits reports whether the flush that ends o's request may also wait
-// for the response (writeawait_unix.go): the connection is cleartext TCP,
-// no hook is to fire between the write and the wait, no header timeout is
-// to start after the write, and nothing is buffered already (it would be
-// read before the socket, which might stay silent).
-func (pc *h1Conn) flushAwaits(o *outgoing) bool {
-	return pc.raw != nil && o.trace == nil && pc.t.ResponseHeaderTimeout == 0 && pc.br.Buffered() == 0
+// flushRequest flushes the rest of o's request and starts
+// ResponseHeaderTimeout. When it can, the flush also waits for the response
+// (writeawait_unix.go): the connection is cleartext TCP, no hook is to fire
+// between the write and the wait, and nothing is buffered already (it would
+// be read before the socket, which might stay silent). The header timeout
+// then starts just before that last write, and again after it if the write
+// could not go out at once (writeAwait).
+func (pc *h1Conn) flushRequest(o *outgoing) error {
+	if pc.raw == nil || o.trace != nil || pc.br.Buffered() != 0 {
+		err := pc.bw.Flush()
+		if err == nil {
+			pc.armHeaderTimeout()
+		}
+		return err
+	}
+	pc.armHeaderTimeout()
+	pc.awaitOnFlush = true
+	err := pc.bw.Flush()
+	pc.awaitOnFlush = false
+	return err
 }
 
 func wroteRequest(o *outgoing, err error) {

@@ -33,11 +33,9 @@ func TestWriteAwaitSyscalls(t *testing.T) {
 	}
 	defer stop()
 	url := "http://" + addr + "/bench"
-	tr := &Transport{}
-	defer tr.CloseIdleConnections()
 	buf := make([]byte, 512)
 	payload := strings.Repeat("p", 100)
-	do := func(ctx context.Context, method string) {
+	do := func(tr *Transport, ctx context.Context, method string) {
 		var body io.Reader
 		if method == "POST" {
 			body = strings.NewReader(payload)
@@ -54,26 +52,51 @@ func TestWriteAwaitSyscalls(t *testing.T) {
 		}
 	}
 	const requests = 200
-	perRequest := func(ctx context.Context, method string) float64 {
-		do(ctx, method) // the connection is dialled outside the count
+	perRequest := func(tr *Transport, ctx context.Context, method string) float64 {
+		do(tr, ctx, method) // the connection is dialled outside the count
 		before := proccost.Read()
 		for range requests {
-			do(ctx, method)
+			do(tr, ctx, method)
 		}
 		_, _, rw := proccost.Since(before).PerOp(requests)
 		return rw
 	}
 	traced := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {}})
+	plain := &Transport{}
+	defer plain.CloseIdleConnections()
+	timed := &Transport{ResponseHeaderTimeout: time.Minute}
+	defer timed.CloseIdleConnections()
 	for _, method := range []string{"GET", "POST"} {
 		// Two per request, plus a rare extra read after a spurious wake-up.
-		if rw := perRequest(context.Background(), method); rw > 2.2 {
+		if rw := perRequest(plain, context.Background(), method); rw > 2.2 {
 			t.Errorf("%s: %.2f read/write system calls per request, want 2 (at most 2.2)", method, rw)
+		}
+		if rw := perRequest(timed, context.Background(), method); rw > 2.2 {
+			t.Errorf("%s with ResponseHeaderTimeout: %.2f per request, want 2 (at most 2.2)", method, rw)
 		}
 		// Three per request, unless the client is held up for over 1 ms
 		// between its write and its read.
-		if rw := perRequest(traced, method); rw < 2.5 {
+		if rw := perRequest(plain, traced, method); rw < 2.5 {
 			t.Errorf("%s with a trace hook (usual path): %.2f per request, want about 3", method, rw)
 		}
+	}
+}
+
+// TestWriteAwaitHeaderTimeout: ResponseHeaderTimeout ends a wait inside
+// writeAwait with net/http's header timeout error, for a server that reads
+// the request and never answers.
+func TestWriteAwaitHeaderTimeout(t *testing.T) {
+	srv := startRawServer(t, func(c *rawConn) {
+		if _, err := c.readRequest(); err != nil {
+			return
+		}
+		<-c.s.close // never answer
+	})
+	tr := &Transport{ResponseHeaderTimeout: 50 * time.Millisecond}
+	defer tr.CloseIdleConnections()
+	_, err := tr.RoundTrip(newReq(t, "GET", srv.URL, nil))
+	if err == nil || err.Error() != "net/http: timeout awaiting response headers" {
+		t.Fatalf("err = %v, want net/http's header timeout", err)
 	}
 }
 

@@ -82,5 +82,8 @@ func (pc *h1Conn) writeAwait(p []byte) (int, error) {
 		return n, nil
 	}
 	m, err := pc.conn.Write(p[n:])
+	if err == nil {
+		pc.armHeaderTimeout() // the request is out only now
+	}
 	return n + m, err
 }
