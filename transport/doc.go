@@ -18,6 +18,8 @@
 //     httptrace hooks, costs two system calls: the goroutine waits for the socket to become
 //     readable before its first read, which then finds the response
 //     (net/http and fasthttp make three: their first read finds nothing).
+//     ResponseHeaderTimeout then starts just before the request's last
+//     write instead of just after it.
 //   - A response body read to EOF hands its connection back to the pool
 //     before the caller sees io.EOF; a body closed early closes the
 //     connection, except that, built with Go 1.27 or later, ferry does what
