@@ -1,14 +1,10 @@
 package transport
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
-	"time"
 
 	"github.com/ferryhttp/ferry/internal/benchchild"
 )
@@ -21,11 +17,7 @@ import (
 
 const (
 	benchServerEnv = "FERRY_BENCH_SERVER"
-	// slowServerEnv starts the same server answering each request 1 ms
-	// late, so that a client's first read finds nothing yet
-	// (TestWriteAwaitSyscalls).
-	slowServerEnv = "FERRY_SLOW_SERVER"
-	benchBodyLen  = 128
+	benchBodyLen   = 128
 )
 
 func runBenchServer() {
@@ -38,31 +30,7 @@ func runBenchServer() {
 		benchchild.Fail(err)
 	}
 	resp := benchResponse(nh)
-	if os.Getenv(slowServerEnv) != "" {
-		benchchild.Serve(ln, func(c net.Conn) { serveLate(c, resp) })
-		return
-	}
 	benchchild.Serve(ln, func(c net.Conn) { benchchild.ServeCannedHTTP1(c, resp) })
-}
-
-// serveLate answers every request on c, whose body it reads first, with
-// resp, a millisecond late.
-func serveLate(c net.Conn, resp []byte) {
-	defer c.Close()
-	br := bufio.NewReader(c)
-	for {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		if _, err := io.Copy(io.Discard, req.Body); err != nil {
-			return
-		}
-		time.Sleep(time.Millisecond)
-		if _, err := c.Write(resp); err != nil {
-			return
-		}
-	}
 }
 
 func benchResponse(nh int) []byte {

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"testing"
@@ -76,5 +77,55 @@ func TestCloseIdleDuringRequest(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestHalfClosedIdleConn: a server that shuts its side of an idle
+// keep-alive connection down (FIN) but keeps reading, and never answers on
+// it again. The next GET finds the EOF on its first read and is retried on
+// a new connection, as with net/http (whose reader saw the FIN while the
+// connection was idle). A request that waits for the socket to become
+// readable before its first read would never see that FIN: the poller had
+// reported it while the connection was idle.
+func TestHalfClosedIdleConn(t *testing.T) {
+	for _, impl := range []string{"nethttp", "ferry"} {
+		t.Run(impl, func(t *testing.T) {
+			shut := make(chan struct{}, 1)
+			srv := startRawServer(t, func(c *rawConn) {
+				if _, err := c.readRequest(); err != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				if c.n > 0 {
+					for {
+						if _, err := c.readRequest(); err != nil {
+							return
+						}
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					}
+				}
+				c.Conn.(*net.TCPConn).CloseWrite()
+				shut <- struct{}{}
+				io.Copy(io.Discard, c.br) // read on, answer nothing
+			})
+			var rt http.RoundTripper = &http.Transport{}
+			if impl == "ferry" {
+				rt = &Transport{}
+			}
+			defer closeIdle(rt)
+			if o := observe(rt, newReq(t, "GET", srv.URL, nil)); o.Status != 200 {
+				t.Fatalf("first GET: %+v", o)
+			}
+			<-shut
+			// Let the FIN arrive and the poller see it while the
+			// connection is idle (the case this test is about).
+			time.Sleep(10 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+			if o := observe(rt, req); o.Status != 200 || o.Body != "ok" {
+				t.Fatalf("second GET on the half-closed connection: %+v", o)
+			}
+		})
 	}
 }

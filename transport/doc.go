@@ -13,13 +13,7 @@
 //   - HTTP/1.1 requests are written and response heads read on the caller's
 //     goroutine; a request body that is not known to be in memory is written
 //     by one goroutine for that request only, so a server may answer before
-//     it has read the whole body. On a cleartext TCP connection (Unix), a
-//     request without a body or with a small one in memory, and without
-//     httptrace hooks, costs two system calls: the goroutine waits for the socket to become
-//     readable before its first read, which then finds the response
-//     (net/http and fasthttp make three: their first read finds nothing).
-//     ResponseHeaderTimeout then starts just before the request's last
-//     write instead of just after it.
+//     it has read the whole body.
 //   - A response body read to EOF hands its connection back to the pool
 //     before the caller sees io.EOF; a body closed early closes the
 //     connection, except that, built with Go 1.27 or later, ferry does what

@@ -55,48 +55,28 @@ func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
 	hs := headState{budget: pc.t.maxHeaderBytes()}
 	switch {
 	case o.body == nil:
-		err := pc.flushRequest(o)
+		err := pc.bw.Flush()
 		wroteRequest(o, err)
 		if err != nil {
 			return nil, &connBrokenError{err}
 		}
+		pc.armHeaderTimeout()
 		return pc.readResponse(o, &hs)
 	case o.expectContinue:
 		return pc.exchangeContinue(o, &hs)
 	case o.syncBody:
 		err := writeRequestBody(pc.bw, o)
 		if err == nil {
-			err = pc.flushRequest(o)
+			err = pc.bw.Flush()
 		}
 		wroteRequest(o, err)
 		if err != nil {
 			return nil, writeFailure(err)
 		}
+		pc.armHeaderTimeout()
 		return pc.readResponse(o, &hs)
 	}
 	return pc.exchangeAsync(o, &hs)
-}
-
-// flushRequest flushes the rest of o's request and starts
-// ResponseHeaderTimeout. When it can, the flush also waits for the response
-// (writeawait_unix.go): the connection is cleartext TCP, no hook is to fire
-// between the write and the wait, and nothing is buffered already (it would
-// be read before the socket, which might stay silent). The header timeout
-// then starts just before that last write, and again after it if the write
-// could not go out at once (writeAwait).
-func (pc *h1Conn) flushRequest(o *outgoing) error {
-	if pc.raw == nil || o.trace != nil || pc.br.Buffered() != 0 {
-		err := pc.bw.Flush()
-		if err == nil {
-			pc.armHeaderTimeout()
-		}
-		return err
-	}
-	pc.armHeaderTimeout()
-	pc.awaitOnFlush = true
-	err := pc.bw.Flush()
-	pc.awaitOnFlush = false
-	return err
 }
 
 func wroteRequest(o *outgoing, err error) {

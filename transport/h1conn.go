@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/idlepool"
@@ -21,26 +20,18 @@ import (
 // time; the goroutine running that request owns every field not guarded by
 // abortMu. Between requests it sits in the pool.
 type h1Conn struct {
-	t       *Transport
-	key     connKey
-	keyHash idlepool.KeyHash // t.pool.Hash(key), so a Put does not hash again
-	conn    net.Conn
-	// raw is conn's RawConn when conn is cleartext TCP (writeawait_unix.go),
-	// nil otherwise.
-	raw syscall.RawConn
-	// awaitOnFlush: the next write by bw is the whole request, and it waits
-	// for the response to be readable (writeAwait).
-	awaitOnFlush bool
-	await        awaitState         // the writeAwait in progress
-	awaitFn      func(uintptr) bool // pc.awaitStep, made once
-	guard        *sockopt.Guard     // nil until needed, or when unsupported
-	noGuard      bool               // the connection cannot carry socket options
-	tlsState     *tls.ConnectionState
-	br           *bufio.Reader
-	bw           *bufio.Writer
-	nwrite       int64 // bytes written to conn
-	reused       bool  // a request completed on it before
-	closed       bool  // closeAndRelease ran
+	t        *Transport
+	key      connKey
+	keyHash  idlepool.KeyHash // t.pool.Hash(key), so a Put does not hash again
+	conn     net.Conn
+	guard    *sockopt.Guard // nil until needed, or when unsupported
+	noGuard  bool           // the connection cannot carry socket options
+	tlsState *tls.ConnectionState
+	br       *bufio.Reader
+	bw       *bufio.Writer
+	nwrite   int64 // bytes written to conn
+	reused   bool  // a request completed on it before
+	closed   bool  // closeAndRelease ran
 
 	hdrEstimate int // moving average of response header counts, x16
 
@@ -75,7 +66,7 @@ type h1Conn struct {
 var aLongTimeAgo = time.Unix(1, 0)
 
 func newH1Conn(t *Transport, key connKey, conn net.Conn) *h1Conn {
-	pc := &h1Conn{t: t, key: key, keyHash: t.pool.Hash(key), conn: conn, raw: rawConnOf(conn)}
+	pc := &h1Conn{t: t, key: key, keyHash: t.pool.Hash(key), conn: conn}
 	pc.br = bufio.NewReaderSize(connReader{pc}, t.readBufferSize())
 	if _, ok := conn.(io.ReaderFrom); ok {
 		pc.bw = bufio.NewWriterSize(connReaderFromWriter{connWriter{pc}}, t.writeBufferSize())
@@ -95,12 +86,6 @@ func (r connReader) Read(p []byte) (int, error) { return r.pc.conn.Read(p) }
 type connWriter struct{ pc *h1Conn }
 
 func (w connWriter) Write(p []byte) (int, error) {
-	if w.pc.awaitOnFlush {
-		w.pc.awaitOnFlush = false
-		n, err := w.pc.writeAwait(p)
-		w.pc.nwrite += int64(n)
-		return n, err
-	}
 	n, err := w.pc.conn.Write(p)
 	w.pc.nwrite += int64(n)
 	return n, err
@@ -265,9 +250,10 @@ func (pc *h1Conn) finish(reusable bool) {
 		// it is still clear here, that sweep comes after this Put and finds
 		// the connection. If it is set now, the sweep may have run before
 		// the Put landed: sweep again (rare; whatever is idle now would be
-		// closed anyway).
+		// closed anyway), on a goroutine of its own: finish may run under
+		// a body's lock, and closing TLS connections can block.
 		if pc.t.closeIdle.Load() {
-			pc.t.pool.CloseIdle()
+			go pc.t.pool.CloseIdle()
 		}
 		if trace != nil && trace.PutIdleConn != nil {
 			trace.PutIdleConn(nil)

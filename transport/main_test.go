@@ -11,7 +11,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(benchServerEnv) != "" || os.Getenv(slowServerEnv) != "" {
+	if os.Getenv(benchServerEnv) != "" {
 		runBenchServer()
 		return
 	}
