@@ -129,3 +129,48 @@ func TestHalfClosedIdleConn(t *testing.T) {
 		})
 	}
 }
+
+// TestIdle408Retried: a server that answers 408 on an idle keep-alive
+// connection and closes it (its idle timeout) does not hand the 408 to the
+// next GET: net/http drops the connection while it is idle, ferry on
+// reading the 408 first thing on a reused connection; both retry on a new
+// one.
+func TestIdle408Retried(t *testing.T) {
+	for _, impl := range []string{"nethttp", "ferry"} {
+		t.Run(impl, func(t *testing.T) {
+			timedOut := make(chan struct{}, 1)
+			srv := startRawServer(t, func(c *rawConn) {
+				for {
+					if _, err := c.readRequest(); err != nil {
+						return
+					}
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					if c.n == 0 {
+						io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+						timedOut <- struct{}{}
+						return // closes the connection
+					}
+				}
+			})
+			var rt http.RoundTripper = &http.Transport{}
+			if impl == "ferry" {
+				rt = &Transport{}
+			}
+			defer closeIdle(rt)
+			if o := observe(rt, newReq(t, "GET", srv.URL, nil)); o.Status != 200 {
+				t.Fatalf("first GET: %+v", o)
+			}
+			<-timedOut
+			time.Sleep(10 * time.Millisecond) // the 408 and the FIN are in
+			if o := observe(rt, newReq(t, "GET", srv.URL, nil)); o.Status != 200 || o.Body != "ok" {
+				t.Fatalf("second GET: %+v", o)
+			}
+			srv.mu.Lock()
+			conns := srv.conns
+			srv.mu.Unlock()
+			if conns != 2 {
+				t.Fatalf("server saw %d connections, want 2", conns)
+			}
+		})
+	}
+}

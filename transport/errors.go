@@ -34,6 +34,10 @@ var errHeaderTimeout error = &httpTimeoutError{"net/http: timeout awaiting respo
 // on a reused connection it usually means the server closed it while idle.
 type readFromServerError struct{ err error }
 
+// errServerClosedIdle is net/http's error for a connection the server
+// closed (or answered 408 on) while it was idle.
+var errServerClosedIdle = errors.New("http: server closed idle connection")
+
 func (e readFromServerError) Error() string {
 	return "net/http: Transport failed to read from server: " + e.err.Error()
 }

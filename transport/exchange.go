@@ -28,6 +28,7 @@ type responseAndBody struct {
 type headState struct {
 	budget    int64 // header bytes still allowed
 	firstByte bool  // GotFirstResponseByte has fired
+	firstDone bool  // a whole head has been read
 	// spare backs the header values of the next head parsed (the
 	// response's own allocation); it is used by one head only, so a 1xx
 	// header handed to Got1xxResponse is never overwritten.
@@ -143,6 +144,17 @@ func (pc *h1Conn) readResponse(o *outgoing, hs *headState) (*http.Response, erro
 		if err := pc.readOneHead(resp, hs); err != nil {
 			return nil, err
 		}
+		if resp.StatusCode == http.StatusRequestTimeout && pc.reused && !hs.firstDone && isReplayable(o.req) {
+			// A 408 first thing on a reused connection is what a server
+			// sends on an idle connection before closing it; net/http's
+			// reader drops such a connection while it is idle, so the
+			// request goes elsewhere: retried here, as only a replayable
+			// request can be. (One that cannot be replayed was sent only
+			// after a liveness check, which finds such a 408 waiting, so
+			// a 408 it gets is the server's answer to it.)
+			return nil, readFromServerError{errServerClosedIdle}
+		}
+		hs.firstDone = true
 		if !isInformational(resp.StatusCode) {
 			break
 		}
