@@ -174,3 +174,41 @@ func TestIdle408Retried(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseIdleHandsToWaiter: with MaxConnsPerHost, a request queued for a
+// connection before CloseIdleConnections still gets the connection in use
+// when that one's request ends (net/http's tryPutIdleConn serves waiters
+// before it looks at closeIdle): no new dial. ferry only: the test waits
+// for the queued request through ferry's Stats.
+func TestCloseIdleHandsToWaiter(t *testing.T) {
+	srv := startHandlerServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }, false, nil)
+	tr := &Transport{MaxConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan observation, 1)
+	go func() { second <- observe(tr, newReq(t, "GET", srv.URL, nil)) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for tr.Stats().Pool.Waits == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second request never queued")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tr.CloseIdleConnections()
+	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "hello" {
+		t.Fatalf("first body %q, %v", b, err)
+	}
+	resp.Body.Close()
+	if o := <-second; o.Status != 200 || o.Body != "hello" {
+		t.Fatalf("queued request: %+v", o)
+	}
+	srv.mu.Lock()
+	conns := srv.conns
+	srv.mu.Unlock()
+	if conns != 1 {
+		t.Fatalf("server saw %d connections, want 1 (the queued request reuses the first)", conns)
+	}
+}

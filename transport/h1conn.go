@@ -239,6 +239,14 @@ func (pc *h1Conn) finish(reusable bool) {
 		return
 	}
 	if pc.t.closeIdle.Load() {
+		// As net/http: a request waiting for a connection (MaxConnsPerHost)
+		// still gets this one; otherwise it is closed.
+		if pc.t.pool.HandToWaiterHashed(pc.key, pc.keyHash, pc) {
+			if trace != nil && trace.PutIdleConn != nil {
+				trace.PutIdleConn(nil)
+			}
+			return
+		}
 		if trace != nil && trace.PutIdleConn != nil {
 			trace.PutIdleConn(errCloseIdle)
 		}

@@ -308,6 +308,25 @@ func (p *Pool[K, C]) Put(key K, c C) bool {
 	return p.PutHashed(key, p.Hash(key), c)
 }
 
+// HandToWaiterHashed gives c to the first Acquire waiting on key (with
+// MaxConnsPerKey, in FIFO order), as PutHashed would, and reports whether
+// it did. When nobody waits it does nothing: c and its slot stay the
+// caller's, to Put, Release or close. kh is key's hash (see KeyHash).
+func (p *Pool[K, C]) HandToWaiterHashed(key K, kh KeyHash, c C) bool {
+	if p.maxConns <= 0 { // only a full key has waiters
+		return false
+	}
+	h := uint64(kh)
+	s := &p.shards[h&(numShards-1)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.closed.Load() {
+		return false
+	}
+	ks := s.keys.get(h, key)
+	return ks != nil && ks.waiters.hand(waitResult[C]{c: c, reused: true})
+}
+
 // PutHashed is Put with key's hash already computed by Hash (see KeyHash):
 // a connection that keeps the KeyHash its request acquired it with does not
 // hash its key again when it goes idle.

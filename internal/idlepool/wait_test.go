@@ -235,3 +235,33 @@ func TestManyGoroutinesSmallLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestHandToWaiter: HandToWaiterHashed gives a connection to the first
+// waiter, as Put does, and with nobody waiting leaves the pool untouched
+// (nothing idle, the slot still the caller's).
+func TestHandToWaiter(t *testing.T) {
+	p := New[string, *testConn](Config{MaxConnsPerKey: 1})
+	defer p.Close()
+	held := dial(t, p, "k", 1)
+	if p.HandToWaiterHashed("k", p.Hash("k"), held) {
+		t.Fatal("handed with nobody waiting")
+	}
+	if c, _, ok := p.TryGet("k"); ok {
+		t.Fatalf("HandToWaiter without a waiter left %v idle", c)
+	}
+	out := make(chan acquired, 1)
+	startWaiter(context.Background(), p, "k", 2, out)
+	untilWaiters(t, p, "k", 1)
+	if !p.HandToWaiterHashed("k", p.Hash("k"), held) {
+		t.Fatal("not handed to the waiter")
+	}
+	if r := <-out; r.err != nil || !r.reused || r.c != held {
+		t.Fatalf("waiter got %+v, want the held conn, reused", r)
+	}
+	if held.isClosed() {
+		t.Fatal("the handed conn was closed")
+	}
+	if q := New[string, *testConn](Config{}); q.HandToWaiterHashed("k", q.Hash("k"), held) {
+		t.Fatal("handed on a pool without MaxConnsPerKey")
+	}
+}
