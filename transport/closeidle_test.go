@@ -80,75 +80,25 @@ func TestCloseIdleDuringRequest(t *testing.T) {
 	}
 }
 
-// TestHalfClosedIdleConn: a server that shuts its side of an idle
-// keep-alive connection down (FIN) but keeps reading, and never answers on
-// it again. The next GET finds the EOF on its first read and is retried on
-// a new connection, as with net/http (whose reader saw the FIN while the
-// connection was idle). A request that waits for the socket to become
-// readable before its first read would never see that FIN: the poller had
-// reported it while the connection was idle.
-func TestHalfClosedIdleConn(t *testing.T) {
+// secondGetAfterIdle runs two GETs through net/http and through ferry
+// against a scripted server whose first connection, once it has answered
+// the first GET, runs afterFirst, which must call idle when the connection
+// is in the state under test; every later connection answers "ok". The
+// second GET starts after that and must get "ok" on a second connection.
+func secondGetAfterIdle(t *testing.T, afterFirst func(c *rawConn, idle func())) {
+	const ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 	for _, impl := range []string{"nethttp", "ferry"} {
 		t.Run(impl, func(t *testing.T) {
-			shut := make(chan struct{}, 1)
-			srv := startRawServer(t, func(c *rawConn) {
-				if _, err := c.readRequest(); err != nil {
-					return
-				}
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				if c.n > 0 {
-					for {
-						if _, err := c.readRequest(); err != nil {
-							return
-						}
-						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-					}
-				}
-				c.Conn.(*net.TCPConn).CloseWrite()
-				shut <- struct{}{}
-				io.Copy(io.Discard, c.br) // read on, answer nothing
-			})
-			var rt http.RoundTripper = &http.Transport{}
-			if impl == "ferry" {
-				rt = &Transport{}
-			}
-			defer closeIdle(rt)
-			if o := observe(rt, newReq(t, "GET", srv.URL, nil)); o.Status != 200 {
-				t.Fatalf("first GET: %+v", o)
-			}
-			<-shut
-			// Let the FIN arrive and the poller see it while the
-			// connection is idle (the case this test is about).
-			time.Sleep(10 * time.Millisecond)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-			if o := observe(rt, req); o.Status != 200 || o.Body != "ok" {
-				t.Fatalf("second GET on the half-closed connection: %+v", o)
-			}
-		})
-	}
-}
-
-// TestIdle408Retried: a server that answers 408 on an idle keep-alive
-// connection and closes it (its idle timeout) does not hand the 408 to the
-// next GET: net/http drops the connection while it is idle, ferry on
-// reading the 408 first thing on a reused connection; both retry on a new
-// one.
-func TestIdle408Retried(t *testing.T) {
-	for _, impl := range []string{"nethttp", "ferry"} {
-		t.Run(impl, func(t *testing.T) {
-			timedOut := make(chan struct{}, 1)
+			idle := make(chan struct{}, 1)
 			srv := startRawServer(t, func(c *rawConn) {
 				for {
 					if _, err := c.readRequest(); err != nil {
 						return
 					}
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+					io.WriteString(c, ok)
 					if c.n == 0 {
-						io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-						timedOut <- struct{}{}
-						return // closes the connection
+						afterFirst(c, func() { idle <- struct{}{} })
+						return
 					}
 				}
 			})
@@ -160,9 +110,14 @@ func TestIdle408Retried(t *testing.T) {
 			if o := observe(rt, newReq(t, "GET", srv.URL, nil)); o.Status != 200 {
 				t.Fatalf("first GET: %+v", o)
 			}
-			<-timedOut
-			time.Sleep(10 * time.Millisecond) // the 408 and the FIN are in
-			if o := observe(rt, newReq(t, "GET", srv.URL, nil)); o.Status != 200 || o.Body != "ok" {
+			<-idle
+			// Let what the server sent arrive and the poller see it while
+			// the connection is idle (the case under test).
+			time.Sleep(10 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+			if o := observe(rt, req); o.Status != 200 || o.Body != "ok" {
 				t.Fatalf("second GET: %+v", o)
 			}
 			srv.mu.Lock()
@@ -173,6 +128,33 @@ func TestIdle408Retried(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHalfClosedIdleConn: a server that shuts its side of an idle
+// keep-alive connection down (FIN) but keeps reading, and never answers on
+// it again. The next GET finds the EOF on its first read and is retried on
+// a new connection, as with net/http (whose reader saw the FIN while the
+// connection was idle). A request that waits for the socket to become
+// readable before its first read would never see that FIN: the poller had
+// reported it while the connection was idle.
+func TestHalfClosedIdleConn(t *testing.T) {
+	secondGetAfterIdle(t, func(c *rawConn, idle func()) {
+		c.Conn.(*net.TCPConn).CloseWrite()
+		idle()
+		io.Copy(io.Discard, c.br) // read on, answer nothing
+	})
+}
+
+// TestIdle408Retried: a server that answers 408 on an idle keep-alive
+// connection and closes it (its idle timeout) does not hand the 408 to the
+// next GET: net/http drops the connection while it is idle, ferry on
+// reading the 408 first thing on a reused connection; both retry on a new
+// one.
+func TestIdle408Retried(t *testing.T) {
+	secondGetAfterIdle(t, func(c *rawConn, idle func()) {
+		io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+		idle() // returning closes the connection
+	})
 }
 
 // TestCloseIdleHandsToWaiter: with MaxConnsPerHost, a request queued for a
@@ -190,12 +172,9 @@ func TestCloseIdleHandsToWaiter(t *testing.T) {
 	}
 	second := make(chan observation, 1)
 	go func() { second <- observe(tr, newReq(t, "GET", srv.URL, nil)) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for tr.Stats().Pool.Waits == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the second request never queued")
-		}
-		time.Sleep(time.Millisecond)
+	waitFor(t, func() bool { return tr.Stats().Pool.Waits > 0 })
+	if t.Failed() {
+		t.FailNow() // the second request never queued
 	}
 	tr.CloseIdleConnections()
 	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "hello" {

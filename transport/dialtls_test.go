@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -46,28 +47,16 @@ func TestDialTLSUnhandshakenConn(t *testing.T) {
 					rt = &Transport{DialTLSContext: dialTLS}
 				}
 				defer closeIdle(rt)
-				var mu sync.Mutex // guards events
-				var events []string
-				var doneErr error
-				trace := &httptrace.ClientTrace{
-					TLSHandshakeStart: func() { mu.Lock(); events = append(events, "start"); mu.Unlock() },
-					TLSHandshakeDone: func(st tls.ConnectionState, err error) {
-						mu.Lock()
-						defer mu.Unlock()
-						events = append(events, "done")
-						doneErr = err
-						if err == nil && !st.HandshakeComplete {
-							t.Error("TLSHandshakeDone without error reports an incomplete handshake")
-						}
-					},
-				}
-				req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", srv.URL, nil)
+				var hooks tlsHooks
+				req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), hooks.trace()), "GET", srv.URL, nil)
 				resp, err := rt.RoundTrip(req)
 				if err == nil {
 					resp.Body.Close()
 				}
-				mu.Lock()
-				defer mu.Unlock()
+				events, doneErr, incomplete := hooks.result()
+				if incomplete {
+					t.Error("TLSHandshakeDone without error reports an incomplete handshake")
+				}
 				if !reflect.DeepEqual(events, []string{"start", "done"}) {
 					t.Fatalf("TLS hooks %v, want [start done]", events)
 				}
@@ -80,4 +69,40 @@ func TestDialTLSUnhandshakenConn(t *testing.T) {
 			})
 		}
 	}
+}
+
+// tlsHooks records the TLS handshake hooks of a request: their order, the
+// error of the last TLSHandshakeDone, and whether one without an error
+// reported an incomplete handshake.
+type tlsHooks struct {
+	mu         sync.Mutex // guards the fields below
+	events     []string   // "start" and "done"
+	doneErr    error
+	incomplete bool
+}
+
+func (h *tlsHooks) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		TLSHandshakeStart: func() {
+			h.mu.Lock()
+			h.events = append(h.events, "start")
+			h.mu.Unlock()
+		},
+		TLSHandshakeDone: func(st tls.ConnectionState, err error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.events = append(h.events, "done")
+			h.doneErr = err
+			if err == nil && !st.HandshakeComplete {
+				h.incomplete = true
+			}
+		},
+	}
+}
+
+// result returns what was recorded so far.
+func (h *tlsHooks) result() (events []string, doneErr error, incomplete bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.events), h.doneErr, h.incomplete
 }

@@ -143,6 +143,16 @@ func newEarlyCloseRequest(t *testing.T, url string) *earlyCloseRequest {
 	return e
 }
 
+// send makes the request with rt; it must get a response.
+func (e *earlyCloseRequest) send(t *testing.T, rt http.RoundTripper) *http.Response {
+	t.Helper()
+	resp, err := rt.RoundTrip(e.req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // closeEarly reads n bytes of resp's body, closes it, ends the request's
 // context (the usual order of deferred calls: Close, then cancel) and checks
 // that the body then reads as closed.
@@ -320,10 +330,7 @@ func TestEarlyClose(t *testing.T) {
 				if tc.mod != nil {
 					tc.mod(e.req)
 				}
-				resp, err := tr.RoundTrip(e.req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				resp := e.send(t, tr)
 				closeEarly(t, e, resp, tc.read)
 				kept := e.settle(t, srv)
 				if want := wantKept(tc.keeps); kept != want {
@@ -392,10 +399,7 @@ func TestEarlyCloseDuringBlockedRead(t *testing.T) {
 			}
 			defer tr.CloseIdleConnections()
 			e := newEarlyCloseRequest(t, srv.URL)
-			resp, err := tr.RoundTrip(e.req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := e.send(t, tr)
 			if _, err := io.ReadFull(resp.Body, make([]byte, 100)); err != nil {
 				t.Fatal(err)
 			}
@@ -469,10 +473,7 @@ func TestEarlyCloseThenCloseIdleConnections(t *testing.T) {
 	tr := &Transport{drainTime: time.Minute}
 	defer tr.CloseIdleConnections()
 	e := newEarlyCloseRequest(t, srv.URL)
-	resp, err := tr.RoundTrip(e.req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := e.send(t, tr)
 	closeEarly(t, e, resp, 100)
 	tr.CloseIdleConnections()
 	close(release) // the drain can now reach the end of the body
@@ -489,10 +490,7 @@ func TestEarlyCloseAbortedRequest(t *testing.T) {
 	tr := &Transport{drainTime: time.Minute}
 	defer tr.CloseIdleConnections()
 	e := newEarlyCloseRequest(t, srv.URL)
-	resp, err := tr.RoundTrip(e.req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := e.send(t, tr)
 	e.cancel()
 	pc := resp.Body.(*h1Body).pc
 	waitFor(t, func() bool { return pc.aborted() != nil }) // the context's AfterFunc ran
@@ -625,10 +623,7 @@ func TestEarlyCloseTLS(t *testing.T) {
 	defer tr.CloseIdleConnections()
 
 	e := newEarlyCloseRequest(t, hs.URL+"/big")
-	resp, err := tr.RoundTrip(e.req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := e.send(t, tr)
 	if resp.TLS == nil || resp.ProtoMajor != 1 {
 		t.Fatalf("not HTTP/1.1 over TLS: %s, TLS %v", resp.Proto, resp.TLS != nil)
 	}

@@ -28,7 +28,7 @@ type responseAndBody struct {
 type headState struct {
 	budget    int64 // header bytes still allowed
 	firstByte bool  // GotFirstResponseByte has fired
-	firstDone bool  // a whole head has been read
+	heads     int   // response heads read so far (1xx included)
 	// spare backs the header values of the next head parsed (the
 	// response's own allocation); it is used by one head only, so a 1xx
 	// header handed to Got1xxResponse is never overwritten.
@@ -126,6 +126,7 @@ func (pc *h1Conn) readOneHead(resp *http.Response, hs *headState) error {
 		return pc.headReadError(err, false)
 	}
 	hs.budget -= int64(len(head))
+	hs.heads++
 	spare := hs.spare
 	hs.spare = nil
 	return pc.parseHead(head, resp, spare)
@@ -144,7 +145,7 @@ func (pc *h1Conn) readResponse(o *outgoing, hs *headState) (*http.Response, erro
 		if err := pc.readOneHead(resp, hs); err != nil {
 			return nil, err
 		}
-		if resp.StatusCode == http.StatusRequestTimeout && pc.reused && !hs.firstDone && isReplayable(o.req) {
+		if resp.StatusCode == http.StatusRequestTimeout && pc.reused && hs.heads == 1 && isReplayable(o.req) {
 			// A 408 first thing on a reused connection is what a server
 			// sends on an idle connection before closing it; net/http's
 			// reader drops such a connection while it is idle, so the
@@ -154,7 +155,6 @@ func (pc *h1Conn) readResponse(o *outgoing, hs *headState) (*http.Response, erro
 			// a 408 it gets is the server's answer to it.)
 			return nil, readFromServerError{errServerClosedIdle}
 		}
-		hs.firstDone = true
 		if !isInformational(resp.StatusCode) {
 			break
 		}

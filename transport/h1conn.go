@@ -238,39 +238,37 @@ func (pc *h1Conn) finish(reusable bool) {
 		pc.closeAndRelease()
 		return
 	}
+	err := pc.putIdle()
+	if trace != nil && trace.PutIdleConn != nil {
+		trace.PutIdleConn(err)
+	}
+}
+
+// putIdle hands the reusable connection back: to the pool (or a request
+// waiting for it), or, after CloseIdleConnections with no request asking
+// since, closed unless a request waits for it (as net/http). It returns
+// net/http's PutIdleConn error when the connection was closed instead.
+func (pc *h1Conn) putIdle() error {
 	if pc.t.closeIdle.Load() {
-		// As net/http: a request waiting for a connection (MaxConnsPerHost)
-		// still gets this one; otherwise it is closed.
 		if pc.t.pool.HandToWaiterHashed(pc.key, pc.keyHash, pc) {
-			if trace != nil && trace.PutIdleConn != nil {
-				trace.PutIdleConn(nil)
-			}
-			return
-		}
-		if trace != nil && trace.PutIdleConn != nil {
-			trace.PutIdleConn(errCloseIdle)
+			return nil
 		}
 		pc.closeAndRelease()
-		return
+		return errCloseIdle
 	}
-	if pc.t.pool.PutHashed(pc.key, pc.keyHash, pc) {
-		// CloseIdleConnections sets closeIdle before it sweeps the pool: if
-		// it is still clear here, that sweep comes after this Put and finds
-		// the connection. If it is set now, the sweep may have run before
-		// the Put landed: sweep again (rare; whatever is idle now would be
-		// closed anyway), on a goroutine of its own: finish may run under
-		// a body's lock, and closing TLS connections can block.
-		if pc.t.closeIdle.Load() {
-			go pc.t.pool.CloseIdle()
-		}
-		if trace != nil && trace.PutIdleConn != nil {
-			trace.PutIdleConn(nil)
-		}
-		return
+	if !pc.t.pool.PutHashed(pc.key, pc.keyHash, pc) {
+		return errTooManyIdle // the pool closed it
 	}
-	if trace != nil && trace.PutIdleConn != nil {
-		trace.PutIdleConn(errTooManyIdle)
+	// CloseIdleConnections sets closeIdle before it sweeps the pool: if it
+	// is still clear here, that sweep comes after this Put and finds the
+	// connection. If it is set now, the sweep may have run before the Put
+	// landed: sweep again (rare; whatever is idle now would be closed
+	// anyway), on a goroutine of its own: finish may run under a body's
+	// lock, and closing TLS connections can block.
+	if pc.t.closeIdle.Load() {
+		go pc.t.pool.CloseIdle()
 	}
+	return nil
 }
 
 // writeDone reports whether the asynchronous body write has finished

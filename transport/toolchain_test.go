@@ -10,7 +10,6 @@ import (
 	"net/http/httptrace"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -68,19 +67,8 @@ func TestToolchainDialTLSStater(t *testing.T) {
 					rt = &Transport{DialTLSContext: dialTLS, ForceAttemptHTTP2: true}
 				}
 				defer closeIdle(rt)
-				var mu sync.Mutex // guards hooks
-				var hooks []string
-				trace := &httptrace.ClientTrace{
-					TLSHandshakeStart: func() { mu.Lock(); hooks = append(hooks, "start"); mu.Unlock() },
-					TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
-						mu.Lock()
-						defer mu.Unlock()
-						hooks = append(hooks, "done")
-						if err != nil || !cs.HandshakeComplete {
-							t.Errorf("TLSHandshakeDone(complete=%v, %v)", cs.HandshakeComplete, err)
-						}
-					},
-				}
+				var hooks tlsHooks
+				trace := hooks.trace()
 				for i := range 2 {
 					req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", srv.URL, nil)
 					resp, err := rt.RoundTrip(req)
@@ -109,14 +97,16 @@ func TestToolchainDialTLSStater(t *testing.T) {
 				if n := dials.Load(); n != 1 {
 					t.Fatalf("%d dials for two sequential requests, want 1 (reuse)", n)
 				}
-				mu.Lock()
-				defer mu.Unlock()
+				events, doneErr, incomplete := hooks.result()
+				if doneErr != nil || incomplete {
+					t.Errorf("TLSHandshakeDone reported %v, incomplete handshake %v", doneErr, incomplete)
+				}
 				want := []string(nil)
 				if netHTTP127 {
 					want = []string{"start", "done"}
 				}
-				if !slices.Equal(hooks, want) {
-					t.Fatalf("TLS hooks %q, want %q", hooks, want)
+				if !slices.Equal(events, want) {
+					t.Fatalf("TLS hooks %q, want %q", events, want)
 				}
 			})
 		}
