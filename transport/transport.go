@@ -302,7 +302,8 @@ func (t *Transport) init() {
 // interrupt connections in use, but, as with net/http, an HTTP/1.1
 // connection in use when it is called is closed instead of kept idle when
 // its request ends, unless a newer request has asked for a connection since
-// (this includes one still draining a response body closed early, Go 1.27).
+// or one is queued for it (MaxConnsPerHost); this includes a connection
+// still draining a response body closed early (Go 1.27).
 // HTTP/3 connections without a request in flight are closed too; once none
 // is left in use, the UDP socket they shared is closed and QUIC handshakes
 // still in progress are abandoned, so nothing of HTTP/3 outlives the call.
