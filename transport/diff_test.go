@@ -31,6 +31,17 @@ type scenario struct {
 	noConnCount bool
 }
 
+// boundedReq is a GET that gives up after 10s, so a CancelRequest that
+// does nothing shows as a deadline error instead of a hang.
+func boundedReq(t *testing.T, url string) *http.Request {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return newReq(t, "GET", url, nil).WithContext(ctx)
+}
+
+// requestCanceler is the deprecated CancelRequest both transports have.
+type requestCanceler interface{ CancelRequest(*http.Request) }
+
 func newReq(t *testing.T, method, url string, body io.Reader) *http.Request {
 	req, err := http.NewRequest(method, url, body)
 	if err != nil {
@@ -262,6 +273,39 @@ var scenarios = []scenario{
 		req.Cancel = ch
 		time.AfterFunc(30*time.Millisecond, func() { close(ch) })
 		return []any{observe(rt, req)}
+	}},
+	{name: "cancel/cancel-request-while-waiting", raw: func(c *rawConn) {
+		c.readRequest()
+		<-c.s.close
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		req := boundedReq(t, srv.URL)
+		go func() {
+			srv.waitSeen(t, 1) // the request is registered before it is written
+			rt.(requestCanceler).CancelRequest(req)
+		}()
+		return []any{observe(rt, req)}
+	}},
+	{name: "cancel/cancel-request-during-body", raw: func(c *rawConn) {
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
+		<-c.s.close
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		req := boundedReq(t, srv.URL)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return []any{observeResponse(resp, err)}
+		}
+		rt.(requestCanceler).CancelRequest(req)
+		return []any{observeResponse(resp, nil)}
+	}},
+	// Cancelling a request that is over changes nothing: the next request
+	// reuses its connection.
+	{name: "cancel/cancel-request-after-done", handler: hello, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		req := newReq(t, "GET", srv.URL, nil)
+		first := observe(rt, req)
+		rt.(requestCanceler).CancelRequest(req)
+		rt.(requestCanceler).CancelRequest(newReq(t, "GET", srv.URL, nil)) // never sent
+		return []any{first, observe(rt, newReq(t, "GET", srv.URL, nil))}
 	}},
 	{name: "cancel/already-canceled", handler: hello, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
 		ctx, cancel := context.WithCancel(context.Background())

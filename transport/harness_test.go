@@ -89,6 +89,19 @@ func (s *testServer) record(r seenRequest) {
 	s.mu.Unlock()
 }
 
+// waitSeen waits until the server has read n requests.
+func (s *testServer) waitSeen(t *testing.T, n int) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		seen := len(s.seen)
+		s.mu.Unlock()
+		if seen >= n {
+			return
+		}
+	}
+	t.Errorf("server saw fewer than %d requests in 10s", n)
+}
+
 // startHandlerServer serves h, recording each request (its body is read
 // first and replaced, so h sees it too).
 func startHandlerServer(t *testing.T, h http.HandlerFunc, useTLS bool, cert *selfsigned.Cert) *testServer {
