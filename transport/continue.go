@@ -76,7 +76,7 @@ func (pc *h1Conn) exchangeContinue(o *outgoing, hs *headState) (*http.Response, 
 	} else if err := pc.sendBody(o); err != nil {
 		pc.closeAfter = true
 	}
-	final, err := pc.finishResponse(o, rb)
+	final, err := pc.finishResponse(o, rb, hs.keys)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,7 @@ type headState struct {
 	// response's own allocation); it is used by one head only, so a 1xx
 	// header handed to Got1xxResponse is never overwritten.
 	spare []string
+	keys  framingKeys // framing keys present in the last head parsed
 }
 
 // roundTrip runs o's exchange on pc. On error the connection is closed and
@@ -129,7 +130,8 @@ func (pc *h1Conn) readOneHead(resp *http.Response, hs *headState) error {
 	hs.heads++
 	spare := hs.spare
 	hs.spare = nil
-	return pc.parseHead(head, resp, spare)
+	hs.keys, err = pc.parseHead(head, resp, spare)
+	return err
 }
 
 // readResponse reads heads until a final one, skipping 1xx responses
@@ -167,7 +169,7 @@ func (pc *h1Conn) readResponse(o *outgoing, hs *headState) (*http.Response, erro
 	if pc.writing {
 		pc.endHeadWait()
 	}
-	return pc.finishResponse(o, rb)
+	return pc.finishResponse(o, rb, hs.keys)
 }
 
 // isInformational reports a non-final 1xx (101 is final).
@@ -186,8 +188,9 @@ func (pc *h1Conn) got1xx(o *outgoing, resp *http.Response, hs *headState) error 
 	return nil
 }
 
-// finishResponse sets framing, body, TLS and Request on a final response.
-func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody) (*http.Response, error) {
+// finishResponse sets framing, body, TLS and Request on a final response
+// whose header holds the framing keys in keys.
+func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody, keys framingKeys) (*http.Response, error) {
 	resp := &rb.resp
 	resp.Request = o.req
 	resp.TLS = pc.tlsState
@@ -198,7 +201,7 @@ func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody) (*http.Respon
 		resp.Body = &upgradeBody{pc: pc}
 		return resp, nil
 	}
-	kind, length, err := responseFraming(resp, o.method)
+	kind, length, err := responseFraming(resp, o.method, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +219,7 @@ func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody) (*http.Respon
 	b.init(pc, kind, length, &resp.Trailer)
 	resp.Body = b
 	if o.addGzip {
-		if ce := resp.Header["Content-Encoding"]; len(ce) > 0 && strings.EqualFold(ce[0], "gzip") {
+		if ce, _ := keys.lookup(resp.Header, hasContentEncoding); len(ce) > 0 && strings.EqualFold(ce[0], "gzip") {
 			resp.Body = &gzipBody{body: b}
 			b.bigLength = false // resp.ContentLength is -1 now (drain.go)
 			delete(resp.Header, "Content-Encoding")
@@ -240,18 +243,18 @@ func (pc *h1Conn) detach() {
 // parseHead parses one response head into resp, sizing the header map
 // from this connection's moving average of header counts; spare, when not
 // nil, backs the first header values.
-func (pc *h1Conn) parseHead(head string, resp *http.Response, spare []string) error {
+func (pc *h1Conn) parseHead(head string, resp *http.Response, spare []string) (framingKeys, error) {
 	line, rest := nextLine(head)
 	if err := parseStatusLine(line, resp); err != nil {
-		return err
+		return 0, err
 	}
-	h, n, err := parseHeaderFieldsInto(rest, (pc.hdrEstimate+15)/16, spare)
+	h, n, keys, err := parseHeaderFieldsInto(rest, (pc.hdrEstimate+15)/16, spare)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp.Header = h
 	pc.learnHeaderCount(n)
-	return nil
+	return keys, nil
 }
 
 // learnHeaderCount updates the moving average (weight 1/4 for the newest

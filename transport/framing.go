@@ -32,18 +32,20 @@ func (e *unsupportedTEError) Error() string { return e.msg }
 
 // responseFraming decides resp's framing for a request with method and sets
 // ContentLength, TransferEncoding, Close and Trailer like net/http's
-// readTransfer. It returns the body kind and, for bodyLength, the length.
-func responseFraming(resp *http.Response, method string) (bodyKind, int64, error) {
+// readTransfer. keys says which framing keys resp.Header may hold
+// (anyFramingKey when unknown). It returns the body kind and, for
+// bodyLength, the length.
+func responseFraming(resp *http.Response, method string, keys framingKeys) (bodyKind, int64, error) {
 	h := resp.Header
-	if p, ok := h["Pragma"]; ok && len(p) > 0 && p[0] == "no-cache" {
+	if p, ok := keys.lookup(h, hasPragma); ok && len(p) > 0 && p[0] == "no-cache" {
 		if _, ok := h["Cache-Control"]; !ok {
 			h["Cache-Control"] = []string{"no-cache"}
 		}
 	}
-	resp.Close = shouldCloseResponse(resp.ProtoMajor, resp.ProtoMinor, h)
+	resp.Close = shouldCloseResponse(resp.ProtoMajor, resp.ProtoMinor, h, keys)
 
 	chunked := false
-	if te, ok := h["Transfer-Encoding"]; ok {
+	if te, ok := keys.lookup(h, hasTransferEncoding); ok {
 		delete(h, "Transfer-Encoding")
 		if resp.ProtoMajor > 1 || resp.ProtoMajor == 1 && resp.ProtoMinor >= 1 {
 			if len(te) != 1 {
@@ -56,12 +58,13 @@ func responseFraming(resp *http.Response, method string) (bodyKind, int64, error
 		}
 	}
 
-	length, err := responseLength(resp.StatusCode, method, h, chunked)
+	length, err := responseLength(resp.StatusCode, method, h, keys, chunked)
 	if err != nil {
 		return bodyNone, 0, err
 	}
 	if method == "HEAD" {
-		n, err := parseContentLength(h["Content-Length"])
+		cls, _ := keys.lookup(h, hasContentLength)
+		n, err := parseContentLength(cls)
 		if err != nil {
 			return bodyNone, 0, err
 		}
@@ -70,7 +73,7 @@ func responseFraming(resp *http.Response, method string) (bodyKind, int64, error
 		resp.ContentLength = length
 	}
 
-	if resp.Trailer, err = declaredTrailer(h, chunked); err != nil {
+	if resp.Trailer, err = declaredTrailer(h, keys, chunked); err != nil {
 		return bodyNone, 0, err
 	}
 	if length == -1 && !chunked && bodyAllowedForStatus(resp.StatusCode) {
@@ -101,8 +104,8 @@ func responseFraming(resp *http.Response, method string) (bodyKind, int64, error
 var chunkedEncoding = []string{"chunked"}
 
 // responseLength is net/http's fixLength for responses.
-func responseLength(status int, method string, h http.Header, chunked bool) (int64, error) {
-	cls := h["Content-Length"]
+func responseLength(status int, method string, h http.Header, keys framingKeys, chunked bool) (int64, error) {
+	cls, _ := keys.lookup(h, hasContentLength)
 	if len(cls) > 1 {
 		first := strings.TrimSpace(cls[0])
 		for _, v := range cls[1:] {
@@ -151,8 +154,8 @@ func parseContentLength(cls []string) (int64, error) {
 
 // declaredTrailer turns the Trailer header of a chunked response into the
 // set of announced trailer keys (values filled at EOF) and removes it.
-func declaredTrailer(h http.Header, chunked bool) (http.Header, error) {
-	vv, ok := h["Trailer"]
+func declaredTrailer(h http.Header, keys framingKeys, chunked bool) (http.Header, error) {
+	vv, ok := keys.lookup(h, hasTrailer)
 	if !ok || !chunked {
 		return nil, nil
 	}
@@ -181,11 +184,11 @@ func declaredTrailer(h http.Header, chunked bool) (http.Header, error) {
 // shouldCloseResponse is net/http's shouldClose for responses: HTTP/1.0
 // closes unless it asked for keep-alive; "Connection: close" closes and is
 // removed from an HTTP/1.1 header.
-func shouldCloseResponse(major, minor int, h http.Header) bool {
+func shouldCloseResponse(major, minor int, h http.Header, keys framingKeys) bool {
 	if major < 1 {
 		return true
 	}
-	conv := h["Connection"]
+	conv, _ := keys.lookup(h, hasConnection)
 	hasClose := httpguts.HeaderValuesContainsToken(conv, "close")
 	if major == 1 && minor == 0 {
 		return hasClose || !httpguts.HeaderValuesContainsToken(conv, "keep-alive")

@@ -214,15 +214,17 @@ func trimOWS(s string) string {
 // status line, through the blank line) into a new header map sized for
 // hint entries. It returns the header and the number of field lines.
 func parseHeaderFields(s string, hint int) (http.Header, int, error) {
-	return parseHeaderFieldsInto(s, hint, nil)
+	h, n, _, err := parseHeaderFieldsInto(s, hint, nil)
+	return h, n, err
 }
 
 // parseHeaderFieldsInto is parseHeaderFields with the values backed by
-// spare first, when not nil (saving an allocation).
-func parseHeaderFieldsInto(s string, hint int, spare []string) (http.Header, int, error) {
+// spare first, when not nil (saving an allocation), that also reports
+// which framing keys the header holds.
+func parseHeaderFieldsInto(s string, hint int, spare []string) (http.Header, int, framingKeys, error) {
 	if len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
 		line, _ := nextLine(s)
-		return nil, 0, protocolError(fmt.Sprintf("malformed MIME header initial line: %q", line))
+		return nil, 0, 0, protocolError(fmt.Sprintf("malformed MIME header initial line: %q", line))
 	}
 	h := make(http.Header, hint)
 	strs := spare // when more keys come than spare holds, more is made below
@@ -230,11 +232,12 @@ func parseHeaderFieldsInto(s string, hint int, spare []string) (http.Header, int
 		strs = make([]string, hint)
 	}
 	fields := 0
+	var keys framingKeys
 	for {
 		var line string
 		line, s = nextLine(s)
 		if line == "" {
-			return h, fields, nil
+			return h, fields, keys, nil
 		}
 		// obs-fold: continuation lines join the previous line with one space.
 		if len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
@@ -249,17 +252,18 @@ func parseHeaderFieldsInto(s string, hint int, spare []string) (http.Header, int
 		}
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
-			return nil, 0, protocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", line))
+			return nil, 0, 0, protocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", line))
 		}
 		switch classifyKey(k) {
 		case keyInvalid:
-			return nil, 0, protocolError(fmt.Sprintf("malformed MIME header line: %q", line))
+			return nil, 0, 0, protocolError(fmt.Sprintf("malformed MIME header line: %q", line))
 		case keyNeedsFold:
 			k = foldKey(k)
 		}
+		keys |= framingKeyOf(k)
 		for i := 0; i < len(v); i++ {
 			if !validValueByte(v[i]) {
-				return nil, 0, protocolError(fmt.Sprintf("malformed MIME header line: %q", line))
+				return nil, 0, 0, protocolError(fmt.Sprintf("malformed MIME header line: %q", line))
 			}
 		}
 		v = trimOWS(v)

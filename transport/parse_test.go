@@ -33,7 +33,18 @@ func FuzzResponse(f *testing.F) {
 			if isInformational(resp.StatusCode) {
 				continue
 			}
-			kind, n, err := responseFraming(&resp, "GET")
+			// Framing with the parser's key set must decide exactly what
+			// framing with every key looked up decides.
+			full := resp
+			full.Header = resp.Header.Clone()
+			fullKind, fullN, fullErr := responseFraming(&full, "GET", anyFramingKey)
+			kind, n, err := responseFraming(&resp, "GET", hs.keys)
+			if kind != fullKind || n != fullN || (err == nil) != (fullErr == nil) ||
+				resp.Close != full.Close || resp.ContentLength != full.ContentLength ||
+				!equalHeader(resp.Header, full.Header) || !equalHeader(resp.Trailer, full.Trailer) {
+				t.Fatalf("framing with keys %08b: %v %d %v %+v; with every key: %v %d %v %+v",
+					hs.keys, kind, n, err, resp, fullKind, fullN, fullErr, full)
+			}
 			if err != nil {
 				return
 			}
@@ -51,6 +62,41 @@ func FuzzResponse(f *testing.F) {
 			t.Fatal("body reader did not end")
 		}
 	})
+}
+
+// TestFramingKeys: the parser reports a framing key exactly when the header
+// it returns holds that key, whatever case the key arrived in, and framing
+// with that report decides what framing with every key looked up decides.
+func TestFramingKeys(t *testing.T) {
+	tests := []struct {
+		in   string
+		want framingKeys
+	}{
+		{in: "Content-Type: x\r\nServer: s\r\n\r\n", want: 0},
+		{in: "Content-Length: 3\r\n\r\n", want: hasContentLength},
+		{in: "content-length: 3\r\nCONNECTION: close\r\n\r\n", want: hasContentLength | hasConnection},
+		{in: "Transfer-Encoding: chunked\r\nTrailer: X\r\n\r\n", want: hasTransferEncoding | hasTrailer},
+		{in: "pragma: no-cache\r\ncontent-encoding: gzip\r\n\r\n", want: hasPragma | hasContentEncoding},
+		// A space before the colon keeps the key as it is: not the key.
+		{in: "Content-Length : 3\r\n\r\n", want: 0},
+		// Same lengths as framing keys, other names.
+		{in: "Content-Lengtx: 3\r\nAlt-Svc: h3=\":1\"\r\nX-Pragma: a\r\n\r\n", want: 0},
+	}
+	for _, tt := range tests {
+		h, _, keys, err := parseHeaderFieldsInto(tt.in, 0, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.in, err)
+		}
+		if keys != tt.want {
+			t.Errorf("%q: keys %08b, want %08b", tt.in, keys, tt.want)
+		}
+		for bit, name := range framingKeyNames {
+			_, inMap := h[name]
+			if inMap != (keys&(1<<bit) != 0) {
+				t.Errorf("%q: %s in header %v, in keys %v", tt.in, name, inMap, keys&(1<<bit) != 0)
+			}
+		}
+	}
 }
 
 // nopConn stands in for a connection in parser-only tests.

@@ -1,0 +1,79 @@
+package transport
+
+import (
+	"math/bits"
+	"net/http"
+)
+
+// framingKeys records which of the header keys read after parsing (to frame
+// the body and decide the connection's fate) a response head contains. The
+// parser notes them as it stores each key, for a few byte compares, so the
+// code after it looks up only the keys that are there: a typical response
+// carries one of the six (Content-Length), and each absent key would cost a
+// map lookup (about 25 ns) on every response.
+//
+// A bit is set when the key was stored in the map; the map may lose the key
+// later (framing deletes some), so a set bit means "look it up", while a
+// clear bit means the key is certainly absent. Code that adds one of these
+// keys to a header must therefore also set its bit.
+type framingKeys uint8
+
+const (
+	hasPragma framingKeys = 1 << iota
+	hasConnection
+	hasTransferEncoding
+	hasContentLength
+	hasTrailer
+	hasContentEncoding
+
+	// anyFramingKey makes every lookup happen: for headers that did not
+	// come from the parser.
+	anyFramingKey framingKeys = 1<<iota - 1
+)
+
+// framingKeyOf returns the bit of the canonical key k, or 0. Keys are
+// compared exactly, as the map lookups they replace are.
+func framingKeyOf(k string) framingKeys {
+	switch len(k) {
+	case len("Pragma"):
+		if k == "Pragma" {
+			return hasPragma
+		}
+	case len("Trailer"):
+		if k == "Trailer" {
+			return hasTrailer
+		}
+	case len("Connection"):
+		if k == "Connection" {
+			return hasConnection
+		}
+	case len("Content-Length"):
+		if k == "Content-Length" {
+			return hasContentLength
+		}
+	case len("Content-Encoding"):
+		if k == "Content-Encoding" {
+			return hasContentEncoding
+		}
+	case len("Transfer-Encoding"):
+		if k == "Transfer-Encoding" {
+			return hasTransferEncoding
+		}
+	}
+	return 0
+}
+
+// framingKeyNames holds each bit's key, in bit order.
+var framingKeyNames = [...]string{
+	"Pragma", "Connection", "Transfer-Encoding", "Content-Length", "Trailer", "Content-Encoding",
+}
+
+// lookup returns the values of the header key whose bit is key (one bit),
+// without a map lookup when f says the key is absent.
+func (f framingKeys) lookup(h http.Header, key framingKeys) ([]string, bool) {
+	if f&key == 0 {
+		return nil, false
+	}
+	v, ok := h[framingKeyNames[bits.TrailingZeros8(uint8(key))]]
+	return v, ok
+}
