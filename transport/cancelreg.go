@@ -7,11 +7,15 @@ import (
 	"unsafe"
 )
 
-// cancelRegistry maps in-flight requests to their connection (HTTP/1.1) or
-// their context (HTTP/3) for the deprecated Transport.CancelRequest. net/http keeps one map under one
-// mutex; this one is sharded by the request's address so concurrent
-// requests rarely meet on a lock. Registering costs a map insert in a warm
-// map (no allocation once the shard's map has grown).
+// cancelRegistry finds in-flight requests for the deprecated
+// Transport.CancelRequest. net/http keeps one map under one mutex. Here each
+// request's entry lives inside the state that runs it (the HTTP/1.1
+// connection, or the HTTP/3 exchange), and registering links it into one of
+// a few lists sharded by the request's address: no map insert and delete,
+// no hashing, no allocation on the per-request path. The price is paid by
+// CancelRequest, which walks its shard's list: linear in the requests in
+// flight (divided by the shard count), for an API that has been deprecated
+// since Go 1.6 and is rarely called.
 type cancelRegistry struct {
 	shards [cancelShards]cancelShard
 }
@@ -19,18 +23,25 @@ type cancelRegistry struct {
 const cancelShards = 16
 
 type cancelShard struct {
-	// mu guards m.
-	mu sync.Mutex
-	m  map[*http.Request]cancelEntry
-	_  [40]byte // keep shards on separate cache lines
+	// mu guards head and the prev/next links of every entry in the list.
+	mu   sync.Mutex
+	head *cancelEntry
+	_    [48]byte // keep shards on separate cache lines
 }
 
 // cancelEntry is how to cancel one request: an HTTP/1.1 exchange (pc at
 // generation gen) or, when pc is nil, an HTTP/3 request's context (stop).
+// It is in a list from register to unregister; its owner must not change
+// req, pc, gen or stop in between.
 type cancelEntry struct {
+	req  *http.Request
 	pc   *h1Conn
 	gen  uint64
 	stop context.CancelCauseFunc
+
+	// Guarded by the shard's mu:
+	prev, next *cancelEntry
+	linked     bool // in the shard's list
 }
 
 func (r *cancelRegistry) shard(req *http.Request) *cancelShard {
@@ -38,44 +49,57 @@ func (r *cancelRegistry) shard(req *http.Request) *cancelShard {
 	return &r.shards[(p>>6^p>>12)%cancelShards]
 }
 
-func (r *cancelRegistry) register(req *http.Request, pc *h1Conn, gen uint64) {
-	r.put(req, cancelEntry{pc: pc, gen: gen})
-}
-
-// registerFunc registers an HTTP/3 request: cancelling it calls stop with
-// net/http's "request canceled" error.
-func (r *cancelRegistry) registerFunc(req *http.Request, stop context.CancelCauseFunc) {
-	r.put(req, cancelEntry{stop: stop})
-}
-
-func (r *cancelRegistry) put(req *http.Request, e cancelEntry) {
-	s := r.shard(req)
+// register links e, whose fields say which request it cancels and how.
+func (r *cancelRegistry) register(e *cancelEntry) {
+	s := r.shard(e.req)
 	s.mu.Lock()
-	if s.m == nil {
-		s.m = make(map[*http.Request]cancelEntry)
+	e.prev, e.next = nil, s.head
+	if s.head != nil {
+		s.head.prev = e
 	}
-	s.m[req] = e
+	s.head = e
+	e.linked = true
 	s.mu.Unlock()
 }
 
-func (r *cancelRegistry) unregister(req *http.Request) {
-	s := r.shard(req)
+// unregister unlinks e if register linked it; it is safe to call twice.
+func (r *cancelRegistry) unregister(e *cancelEntry) {
+	s := r.shard(e.req)
 	s.mu.Lock()
-	delete(s.m, req)
+	if !e.linked {
+		s.mu.Unlock()
+		return
+	}
+	e.linked = false
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		s.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	}
+	e.prev, e.next = nil, nil
 	s.mu.Unlock()
 }
 
 // cancel aborts req's exchange with net/http's "request canceled" error.
+// The abort runs outside the shard's lock.
 func (r *cancelRegistry) cancel(req *http.Request) {
 	s := r.shard(req)
+	var found cancelEntry
 	s.mu.Lock()
-	e, ok := s.m[req]
+	for e := s.head; e != nil; e = e.next {
+		if e.req == req {
+			found = cancelEntry{pc: e.pc, gen: e.gen, stop: e.stop}
+			break
+		}
+	}
 	s.mu.Unlock()
 	switch {
-	case !ok:
-	case e.pc != nil:
-		e.pc.abort(e.gen, errRequestCanceled)
-	case e.stop != nil:
-		e.stop(errRequestCanceled)
+	case found.pc != nil:
+		found.pc.abort(found.gen, errRequestCanceled)
+	case found.stop != nil:
+		found.stop(errRequestCanceled)
 	}
 }

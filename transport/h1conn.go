@@ -54,7 +54,7 @@ type h1Conn struct {
 	closeAfter bool          // the connection must not be reused after this request
 	stopCtx    func() bool   // stops the context.AfterFunc, nil if none
 	legacyStop chan struct{} // closed to stop the Request.Cancel watcher
-	registered bool          // in the CancelRequest registry
+	cancelReg  cancelEntry   // this request's CancelRequest registration
 	writeRes   chan error    // result of an asynchronous body write
 	writing    bool          // an asynchronous body write has not reported
 	asyncBody  io.Closer     // the body being written asynchronously
@@ -187,8 +187,8 @@ func (pc *h1Conn) startRequest(ctx context.Context, req *http.Request, trace *ht
 			}
 		}(req.Cancel)
 	}
-	pc.t.cancels.register(req, pc, gen)
-	pc.registered = true
+	pc.cancelReg.req, pc.cancelReg.pc, pc.cancelReg.gen = req, pc, gen
+	pc.t.cancels.register(&pc.cancelReg)
 }
 
 // disarmCancel stops watching the request's context, its legacy Cancel
@@ -203,10 +203,7 @@ func (pc *h1Conn) disarmCancel() {
 		close(pc.legacyStop)
 		pc.legacyStop = nil
 	}
-	if pc.registered {
-		pc.t.cancels.unregister(pc.req)
-		pc.registered = false
-	}
+	pc.t.cancels.unregister(&pc.cancelReg)
 }
 
 // finish ends the request in flight: cancellation is disarmed, and the

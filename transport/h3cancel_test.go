@@ -119,7 +119,9 @@ func registered(tr *Transport) int {
 	for i := range tr.cancels.shards {
 		s := &tr.cancels.shards[i]
 		s.mu.Lock()
-		n += len(s.m)
+		for e := s.head; e != nil; e = e.next {
+			n++
+		}
 		s.mu.Unlock()
 	}
 	return n

@@ -26,8 +26,8 @@ type h3Exchange struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	gate   *continueGate
-	reg    *cancelRegistry // where req is registered for CancelRequest
-	req    *http.Request   // the caller's request, the registry's key
+	reg    *cancelRegistry // where entry is registered for CancelRequest
+	entry  cancelEntry     // the caller's request and ex.cancel
 
 	mu          sync.Mutex // guards headTimer and headersDone
 	headTimer   *time.Timer
@@ -39,9 +39,10 @@ type h3Exchange struct {
 // with finish (directly, or through the response body).
 func (t *Transport) prepareH3(req *http.Request, o *outgoing) (*http.Request, *h3Exchange) {
 	gateBody := o.expectContinue && o.body != nil && t.ExpectContinueTimeout > 0
-	ex := &h3Exchange{reg: &t.cancels, req: req}
+	ex := &h3Exchange{reg: &t.cancels}
 	ex.ctx, ex.cancel = context.WithCancelCause(req.Context())
-	ex.reg.registerFunc(req, ex.cancel)
+	ex.entry = cancelEntry{req: req, stop: ex.cancel}
+	ex.reg.register(&ex.entry)
 	if req.Cancel != nil {
 		go func(cancel <-chan struct{}, done <-chan struct{}) {
 			select {
@@ -95,7 +96,7 @@ func (ex *h3Exchange) gotHeaders() {
 // finish releases the derived context and the CancelRequest registration
 // once the response body is done (or the request failed).
 func (ex *h3Exchange) finish() {
-	ex.reg.unregister(ex.req)
+	ex.reg.unregister(&ex.entry)
 	ex.gotHeaders()
 	ex.cancel(nil)
 }
