@@ -143,7 +143,7 @@ func (t *Transport) connKeyFor(req *http.Request) (connKey, error) {
 	if p := t.Protocols; p != nil && !p.HTTP1() && !p.UnencryptedHTTP2() && !p.HTTP2() {
 		return connKey{}, errors.New("ferry/transport: Protocols allows no protocol")
 	}
-	addr, err := originAddr(req.URL)
+	addr, err := t.originAddrs.addr(req.URL)
 	if err != nil {
 		return connKey{}, err
 	}
