@@ -31,41 +31,20 @@ const (
 	anyFramingKey framingKeys = 1<<iota - 1
 )
 
-// framingKeyOf returns the bit of the canonical key k, or 0. Keys are
-// compared exactly, as the map lookups they replace are.
-func framingKeyOf(k string) framingKeys {
-	switch len(k) {
-	case len("Pragma"):
-		if k == "Pragma" {
-			return hasPragma
-		}
-	case len("Trailer"):
-		if k == "Trailer" {
-			return hasTrailer
-		}
-	case len("Connection"):
-		if k == "Connection" {
-			return hasConnection
-		}
-	case len("Content-Length"):
-		if k == "Content-Length" {
-			return hasContentLength
-		}
-	case len("Content-Encoding"):
-		if k == "Content-Encoding" {
-			return hasContentEncoding
-		}
-	case len("Transfer-Encoding"):
-		if k == "Transfer-Encoding" {
-			return hasTransferEncoding
-		}
-	}
-	return 0
-}
-
 // framingKeyNames holds each bit's key, in bit order.
 var framingKeyNames = [...]string{
 	"Pragma", "Connection", "Transfer-Encoding", "Content-Length", "Trailer", "Content-Encoding",
+}
+
+// framingKeyOf returns the bit of the canonical key k, or 0. Keys are
+// compared exactly, as the map lookups they replace are.
+func framingKeyOf(k string) framingKeys {
+	for i, name := range framingKeyNames {
+		if len(k) == len(name) && k == name {
+			return 1 << i
+		}
+	}
+	return 0
 }
 
 // lookup returns the values of the header key whose bit is key (one bit),
