@@ -1,0 +1,48 @@
+package transport
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type retainedKey struct{}
+
+// TestIdleConnDoesNotRetainRequest: once a request is over and its
+// connection sits idle in the pool, nothing of ferry's keeps the request
+// (and what its context holds) alive.
+func TestIdleConnDoesNotRetainRequest(t *testing.T) {
+	srv := startHandlerServer(t, hello, false, nil)
+	tr := &Transport{}
+	defer tr.CloseIdleConnections()
+	var freed atomic.Bool
+	func() {
+		payload := new([1 << 20]byte)
+		runtime.AddCleanup(payload, func(f *atomic.Bool) { f.Store(true) }, &freed)
+		ctx := context.WithValue(context.Background(), retainedKey{}, payload)
+		req, err := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
+	if got := tr.Stats().Conns.IdleH1; got != 1 {
+		t.Fatalf("%d idle connections, want the request's one", got)
+	}
+	for i := 0; i < 50 && !freed.Load(); i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !freed.Load() {
+		t.Fatal("the finished request is still reachable while its connection is idle")
+	}
+}
