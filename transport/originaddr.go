@@ -3,6 +3,7 @@ package transport
 import (
 	"hash/maphash"
 	"net/url"
+	"strings"
 	"sync/atomic"
 )
 
@@ -20,10 +21,11 @@ type originAddrCache struct {
 
 const originAddrSlots = 64
 
-// originAddrEntry is what originAddr returned for a URL with this scheme
-// and Host.
+// originAddrEntry is what originAddr returned for a URL with this Host
+// and an https scheme or not (the default port depends on nothing else).
 type originAddrEntry struct {
-	scheme, host, addr string
+	https      bool
+	host, addr string
 }
 
 var originAddrSeed = maphash.MakeSeed()
@@ -39,13 +41,16 @@ func (c *originAddrCache) addr(u *url.URL) (string, error) {
 		return u.Host, nil
 	}
 	slot := &c.slots[originAddrSlot(u.Host)]
-	if e := slot.Load(); e != nil && e.host == u.Host && e.scheme == u.Scheme {
+	https := u.Scheme == "https"
+	if e := slot.Load(); e != nil && e.host == u.Host && e.https == https {
 		return e.addr, nil
 	}
 	addr, err := originAddr(u)
 	if err != nil {
 		return "", err
 	}
-	slot.Store(&originAddrEntry{scheme: u.Scheme, host: u.Host, addr: addr})
+	// u.Host may share memory with a long URL string: keep only the host.
+	// A miss thus costs two allocations more than building addr alone.
+	slot.Store(&originAddrEntry{https: https, host: strings.Clone(u.Host), addr: addr})
 	return addr, nil
 }

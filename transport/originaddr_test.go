@@ -3,7 +3,12 @@ package transport
 import (
 	"fmt"
 	"net/url"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+	"unsafe"
 )
 
 // TestOriginAddrCache: the cache returns what originAddr computes, keeps
@@ -51,7 +56,7 @@ func TestOriginAddrCache(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		check("https://" + first + "/")
-		check("http://" + second + "/")
+		check("https://" + second + "/")
 	}
 
 	u, _ := url.Parse("https://api.example.com/v1")
@@ -61,5 +66,33 @@ func TestOriginAddrCache(t *testing.T) {
 		}
 	}); got != 0 {
 		t.Fatalf("a cached lookup made %v allocations", got)
+	}
+}
+
+// TestOriginAddrCacheKeepsOnlyTheHost: a cached entry does not keep the
+// URL string it was parsed from alive (u.Host is a slice of it).
+func TestOriginAddrCacheKeepsOnlyTheHost(t *testing.T) {
+	var c originAddrCache
+	var freed atomic.Bool
+	func() {
+		raw := "https://long.example/?q=" + strings.Repeat("q", 1<<20)
+		runtime.AddCleanup(unsafe.StringData(raw), func(f *atomic.Bool) { f.Store(true) }, &freed)
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, err := c.addr(u); a != "long.example:443" || err != nil {
+			t.Fatalf("addr %q, %v", a, err)
+		}
+	}()
+	for i := 0; i < 50 && !freed.Load(); i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !freed.Load() {
+		t.Fatal("the cache keeps the whole URL string alive")
+	}
+	if e := c.slots[originAddrSlot("long.example")].Load(); e == nil || e.addr != "long.example:443" {
+		t.Fatal("the entry is gone from the cache") // and with it what it kept
 	}
 }
