@@ -219,6 +219,25 @@ var scenarios = []scenario{
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(417)
 	}, run: tracedLanes(h1ContinueLanes, continueTrace(), []string{"WroteRequest"}, postExpectContinue)},
+	// A final answer without 100 Continue on a connection that stays open:
+	// the body is sent after it, and the connection serves the next
+	// request. The answer's framing (its length, Pragma, gzip) is read
+	// after the body went out.
+	{name: "1xx/continue-final-keepalive", set: settings{ExpectContinueTimeout: time.Minute}, raw: func(c *rawConn) {
+		req, err := http.ReadRequest(c.br)
+		if err != nil {
+			return
+		}
+		z := gzipped("refused")
+		fmt.Fprintf(c, "HTTP/1.1 417 Expectation Failed\r\nContent-Length: %d\r\nContent-Encoding: gzip\r\nPragma: no-cache\r\n\r\n%s", len(z), z)
+		body, _ := io.ReadAll(req.Body)
+		c.s.record(seenRequest{Method: req.Method, URI: req.RequestURI, Header: req.Header, Body: string(body)})
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		<-c.s.close
+	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		return append(postExpectContinue(t, rt, srv), gets(1, "/")(t, rt, srv)...)
+	}},
 	{name: "101/switch", raw: func(c *rawConn) {
 		c.readRequest()
 		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
@@ -279,11 +298,19 @@ var scenarios = []scenario{
 		<-c.s.close
 	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
 		req := boundedReq(t, srv.URL)
+		seen := make(chan bool, 1)
 		go func() {
-			srv.waitSeen(t, 1) // the request is registered before it is written
-			rt.(requestCanceler).CancelRequest(req)
+			ok := srv.waitSeen(1) // the request is registered before it is written
+			if ok {
+				rt.(requestCanceler).CancelRequest(req)
+			}
+			seen <- ok
 		}()
-		return []any{observe(rt, req)}
+		o := observe(rt, req)
+		if !<-seen {
+			t.Error("the server never saw the request")
+		}
+		return []any{o}
 	}},
 	{name: "cancel/cancel-request-during-body", raw: func(c *rawConn) {
 		c.readRequest()
