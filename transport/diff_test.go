@@ -724,6 +724,10 @@ type diffResult struct {
 	Conns int
 }
 
+// rowTimeout bounds one transport's run of a differential row; the
+// slowest rows take a few hundred milliseconds.
+const rowTimeout = 30 * time.Second
+
 func TestDifferential(t *testing.T) {
 	cert, err := selfsigned.New("127.0.0.1")
 	if err != nil {
@@ -747,7 +751,13 @@ func TestDifferential(t *testing.T) {
 				if impl == "ferry" {
 					rt = sc.set.ferry(tlsCfg)
 				}
+				// A row that hangs (a client waiting for bytes that never
+				// come) fails after rowTimeout instead of stalling the suite.
+				hung := time.AfterFunc(rowTimeout, srv.abort)
 				obs := sc.run(t, rt, srv)
+				if !hung.Stop() {
+					t.Errorf("%s: the row did not end within %v; its server's connections were closed to end it", impl, rowTimeout)
+				}
 				closeIdle(rt)
 				srv.mu.Lock()
 				res[i] = diffResult{Obs: obs, Seen: srv.seen, Conns: srv.conns}

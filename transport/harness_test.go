@@ -103,6 +103,22 @@ func (s *testServer) waitSeen(n int) bool {
 	return false
 }
 
+// abort closes every connection the server has (and, for a scripted
+// server, its listener), so a client blocked on it gets an error instead of
+// waiting forever.
+func (s *testServer) abort() {
+	if s.hs != nil {
+		s.hs.CloseClientConnections()
+		return
+	}
+	s.ln.Close()
+	s.mu.Lock()
+	for c := range s.live {
+		c.Close()
+	}
+	s.mu.Unlock()
+}
+
 // startHandlerServer serves h, recording each request (its body is read
 // first and replaced, so h sees it too).
 func startHandlerServer(t *testing.T, h http.HandlerFunc, useTLS bool, cert *selfsigned.Cert) *testServer {
