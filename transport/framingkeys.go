@@ -36,13 +36,30 @@ var framingKeyNames = [...]string{
 	"Pragma", "Connection", "Transfer-Encoding", "Content-Length", "Trailer", "Content-Encoding",
 }
 
+// framingKeyByLen maps a key length to the index of the framing key of
+// that length in framingKeyNames, or -1: the six lengths differ, so a key
+// is compared with at most one name.
+var framingKeyByLen = func() (t [32]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for i, name := range framingKeyNames {
+		if t[len(name)] != -1 {
+			panic("transport: two framing keys of one length: " + name)
+		}
+		t[len(name)] = int8(i)
+	}
+	return t
+}()
+
 // framingKeyOf returns the bit of the canonical key k, or 0. Keys are
 // compared exactly, as the map lookups they replace are.
 func framingKeyOf(k string) framingKeys {
-	for i, name := range framingKeyNames {
-		if len(k) == len(name) && k == name {
-			return 1 << i
-		}
+	if len(k) >= len(framingKeyByLen) {
+		return 0
+	}
+	if i := framingKeyByLen[len(k)]; i >= 0 && k == framingKeyNames[i] {
+		return 1 << i
 	}
 	return 0
 }
