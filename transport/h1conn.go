@@ -20,18 +20,19 @@ import (
 // time; the goroutine running that request owns every field not guarded by
 // abortMu. Between requests it sits in the pool.
 type h1Conn struct {
-	t        *Transport
-	key      connKey
-	keyHash  idlepool.KeyHash // t.pool.Hash(key), so a Put does not hash again
-	conn     net.Conn
-	guard    *sockopt.Guard // nil until needed, or when unsupported
-	noGuard  bool           // the connection cannot carry socket options
-	tlsState *tls.ConnectionState
-	br       *bufio.Reader
-	bw       *bufio.Writer
-	nwrite   int64 // bytes written to conn
-	reused   bool  // a request completed on it before
-	closed   bool  // closeAndRelease ran
+	t         *Transport
+	key       connKey
+	keyHash   idlepool.KeyHash // t.pool.Hash(key), so a Put does not hash again
+	statShard uint8            // the transportStats shard its requests are counted in
+	conn      net.Conn
+	guard     *sockopt.Guard // nil until needed, or when unsupported
+	noGuard   bool           // the connection cannot carry socket options
+	tlsState  *tls.ConnectionState
+	br        *bufio.Reader
+	bw        *bufio.Writer
+	nwrite    int64 // bytes written to conn
+	reused    bool  // a request completed on it before
+	closed    bool  // closeAndRelease ran
 
 	hdrEstimate int // moving average of response header counts, x16
 
@@ -66,7 +67,7 @@ type h1Conn struct {
 var aLongTimeAgo = time.Unix(1, 0)
 
 func newH1Conn(t *Transport, key connKey, conn net.Conn) *h1Conn {
-	pc := &h1Conn{t: t, key: key, keyHash: t.pool.Hash(key), conn: conn}
+	pc := &h1Conn{t: t, key: key, keyHash: t.pool.Hash(key), conn: conn, statShard: newStatShard()}
 	pc.br = bufio.NewReaderSize(connReader{pc}, t.readBufferSize())
 	if _, ok := conn.(io.ReaderFrom); ok {
 		pc.bw = bufio.NewWriterSize(connReaderFromWriter{connWriter{pc}}, t.writeBufferSize())

@@ -98,7 +98,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		pc.startRequest(ctx, req, trace)
 		resp, err := pc.roundTrip(&o)
 		if err == nil {
-			t.stats.countRequest(protoH1)
+			t.stats.countRequestOn(protoH1, pc.statShard)
 			t.noteAltSvc(key, resp)
 			return resp, nil
 		}
