@@ -12,10 +12,6 @@ import (
 // net/http does.
 var errRequestCanceled = errors.New("net/http: request canceled")
 
-// errRequestCanceledConn is errRequestCanceled for a request cancelled
-// while it dialled its connection, as net/http words it.
-var errRequestCanceledConn = errors.New("net/http: request canceled while waiting for connection")
-
 // ErrProxyNotSupported is returned (wrapped) when Proxy returns a URL whose
 // scheme is none of http, https, socks5 and socks5h.
 var ErrProxyNotSupported = errors.New("ferry/transport: unsupported proxy scheme")

@@ -3,7 +3,6 @@ package transport
 import (
 	"context"
 	"errors"
-	"net/http"
 	"net/http/httptrace"
 
 	"github.com/ferryhttp/ferry/internal/idlepool"
@@ -71,7 +70,7 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			}
 			return pc, nil, nil
 		}
-		pc, sc, again, err := t.dialForRequest(ctx, o.req, key, ds)
+		pc, sc, again, err := t.dialAny(ctx, key, ds)
 		if again {
 			continue
 		}
@@ -92,32 +91,4 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 		}
 		return pc, nil, nil
 	}
-}
-
-// dialForRequest is dialAny with the deprecated ways to cancel a request,
-// CancelRequest and Request.Cancel, reaching it while it dials, as in
-// net/http (where both cancel the request's context, and the request ends
-// with errRequestCanceledConn). The dial itself is aborted, as it is when
-// the request's context ends. The derived context, the registry entry and
-// (with Request.Cancel) a goroutine are paid only by a request that dials.
-func (t *Transport) dialForRequest(ctx context.Context, req *http.Request, key connKey, ds *dialState) (*h1Conn, sharedConn, bool, error) {
-	dctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	e := &cancelEntry{req: req, stop: stop}
-	t.cancels.register(e)
-	defer t.cancels.unregister(e)
-	if req.Cancel != nil {
-		go func(cancel <-chan struct{}) {
-			select {
-			case <-cancel:
-				stop(errRequestCanceled)
-			case <-dctx.Done():
-			}
-		}(req.Cancel)
-	}
-	pc, sc, again, err := t.dialAny(dctx, key, ds)
-	if err != nil && ctx.Err() == nil && context.Cause(dctx) == errRequestCanceled {
-		err = errRequestCanceledConn
-	}
-	return pc, sc, again, err
 }

@@ -321,9 +321,7 @@ func (t *Transport) CloseIdleConnections() {
 // in net/http.
 //
 // Deprecated: use a request context (Request.WithContext) instead, as for
-// net/http. It reaches a request from its dial on; unlike net/http's, it
-// does not reach one queued for a MaxConnsPerHost slot (nor does
-// Request.Cancel).
+// net/http. It cannot cancel a request still waiting for its connection.
 func (t *Transport) CancelRequest(req *http.Request) {
 	t.cancels.cancel(req)
 }
