@@ -694,12 +694,7 @@ var (
 
 // closedAddr returns a loopback address nothing listens on.
 func (e *proxyEnv) closedAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := refusingAddr(e.t)
 	e.label(addr, "CLOSED")
 	return addr
 }

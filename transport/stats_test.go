@@ -105,9 +105,7 @@ func TestStatsRetry(t *testing.T) {
 // TestStatsDialError: a refused dial is counted and leaves nothing open.
 func TestStatsDialError(t *testing.T) {
 	skipWithoutCounting(t)
-	srv := httptest.NewServer(http.NotFoundHandler())
-	u := srv.URL
-	srv.Close() // nothing listens on the port now
+	u := "http://" + refusingAddr(t)
 	tr := &Transport{}
 	defer tr.CloseIdleConnections()
 	req, _ := http.NewRequest("GET", u, nil)
