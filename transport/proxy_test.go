@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/selfsigned"
+	"github.com/ferryhttp/ferry/internal/testpeer"
 	"golang.org/x/net/http/httpproxy"
 )
 
@@ -692,9 +693,9 @@ var (
 	errNoRoute  = errors.New("no route for you")
 )
 
-// closedAddr returns a loopback address nothing listens on.
+// closedAddr returns a loopback address that refuses connections.
 func (e *proxyEnv) closedAddr() string {
-	addr := refusingAddr(e.t)
+	addr := testpeer.RefusingAddr(e.t)
 	e.label(addr, "CLOSED")
 	return addr
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // skipWithoutCounting skips tests of the request-path counters in a
@@ -105,7 +107,7 @@ func TestStatsRetry(t *testing.T) {
 // TestStatsDialError: a refused dial is counted and leaves nothing open.
 func TestStatsDialError(t *testing.T) {
 	skipWithoutCounting(t)
-	u := "http://" + refusingAddr(t)
+	u := "http://" + testpeer.RefusingAddr(t)
 	tr := &Transport{}
 	defer tr.CloseIdleConnections()
 	req, _ := http.NewRequest("GET", u, nil)

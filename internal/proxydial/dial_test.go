@@ -10,22 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 func TestProxyUnreachable(t *testing.T) {
-	addr := closedAddr(t)
+	addr := testpeer.RefusingAddr(t)
 	for _, scheme := range []string{"http", "https", "socks5", "socks5h"} {
 		t.Run(scheme, func(t *testing.T) {
 			_, err := Tunnel(context.Background(), proxyURL(scheme, addr, true), "127.0.0.1:9", nil)

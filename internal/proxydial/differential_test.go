@@ -123,8 +123,8 @@ func TestDifferentialWithNetHTTP(t *testing.T) {
 				io.Copy(io.Discard, c)
 			}).addr(), true)
 		}, true, "tls failure"},
-		{"proxy unreachable, https target", func(t *testing.T) *url.URL { return withAddr("http", closedAddr(t), true) }, true, "proxy unreachable"},
-		{"proxy unreachable, http target", func(t *testing.T) *url.URL { return withAddr("http", closedAddr(t), true) }, false, "proxy unreachable"},
+		{"proxy unreachable, https target", func(t *testing.T) *url.URL { return withAddr("http", testpeer.RefusingAddr(t), true) }, true, "proxy unreachable"},
+		{"proxy unreachable, http target", func(t *testing.T) *url.URL { return withAddr("http", testpeer.RefusingAddr(t), true) }, false, "proxy unreachable"},
 		{"socks5h with auth, https target", func(t *testing.T) *url.URL {
 			return withAddr("socks5h", newSOCKSServer(t, testUser, testPassword, 0).addr(), true)
 		}, true, "status 200"},

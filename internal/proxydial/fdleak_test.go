@@ -9,6 +9,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 func openFDs(t *testing.T) int {
@@ -29,7 +31,7 @@ func TestNoFDLeakOnErrors(t *testing.T) {
 	socksFail := newSOCKSServer(t, "", "", 1)
 	srvTLS, _ := proxyTLS(t)
 	untrusted := newHTTPProxy(t, "", srvTLS)
-	dead := closedAddr(t)
+	dead := testpeer.RefusingAddr(t)
 	hookErr := &Config{OnProxyConnectResponse: func(context.Context, *url.URL, *http.Request, *http.Response) error { return io.ErrClosedPipe }}
 	tries := []struct {
 		scheme, addr string

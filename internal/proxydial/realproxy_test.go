@@ -82,7 +82,7 @@ func TestDante(t *testing.T) {
 		{"socks5h, proxy resolves localhost", "socks5h", net.JoinHostPort("localhost", port), nil, true},
 		{"socks5, IP target", "socks5", tlsOrigin.addr(), nil, true},
 		{"socks5, resolved locally", "socks5", net.JoinHostPort("localhost", port), &Config{LookupSOCKS5: lookupLocalhost}, true},
-		{"target refuses", "socks5h", closedAddr(t), nil, false},
+		{"target refuses", "socks5h", testpeer.RefusingAddr(t), nil, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
