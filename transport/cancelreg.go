@@ -32,7 +32,8 @@ type cancelShard struct {
 // cancelEntry is how to cancel one request: an HTTP/1.1 exchange (pc at
 // generation gen) or, when pc is nil, an HTTP/3 request's context (stop).
 // It is in a list from register to unregister; its owner must not change
-// req, pc, gen or stop in between.
+// req, pc, gen or stop in between. unregister clears them, so an entry
+// kept for the next request (an idle connection's) holds nothing alive.
 type cancelEntry struct {
 	req  *http.Request
 	pc   *h1Conn
@@ -62,7 +63,8 @@ func (r *cancelRegistry) register(e *cancelEntry) {
 	s.mu.Unlock()
 }
 
-// unregister unlinks e if register linked it; it is safe to call twice.
+// unregister unlinks e if register linked it and clears it; it is safe to
+// call twice.
 func (r *cancelRegistry) unregister(e *cancelEntry) {
 	s := r.shard(e.req)
 	s.mu.Lock()
@@ -70,7 +72,6 @@ func (r *cancelRegistry) unregister(e *cancelEntry) {
 		s.mu.Unlock()
 		return
 	}
-	e.linked = false
 	if e.prev != nil {
 		e.prev.next = e.next
 	} else {
@@ -79,7 +80,7 @@ func (r *cancelRegistry) unregister(e *cancelEntry) {
 	if e.next != nil {
 		e.next.prev = e.prev
 	}
-	e.prev, e.next = nil, nil
+	*e = cancelEntry{}
 	s.mu.Unlock()
 }
 

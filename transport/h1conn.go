@@ -205,7 +205,6 @@ func (pc *h1Conn) disarmCancel() {
 		pc.legacyStop = nil
 	}
 	pc.t.cancels.unregister(&pc.cancelReg)
-	pc.cancelReg.req = nil // an idle connection must not keep the request alive
 }
 
 // finish ends the request in flight: cancellation is disarmed, and the
