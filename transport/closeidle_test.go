@@ -65,9 +65,7 @@ func TestCloseIdleDuringRequest(t *testing.T) {
 				if o := observe(rt, newReq(t, "GET", srv.URL, nil)); o.Status != 200 {
 					t.Fatalf("second request: %+v", o)
 				}
-				srv.mu.Lock()
-				conns := srv.conns
-				srv.mu.Unlock()
+				conns := srv.connCount()
 				want := 2
 				if newerRequest {
 					want = 1
@@ -120,9 +118,7 @@ func secondGetAfterIdle(t *testing.T, afterFirst func(c *rawConn, idle func())) 
 			if o := observe(rt, req); o.Status != 200 || o.Body != "ok" {
 				t.Fatalf("second GET: %+v", o)
 			}
-			srv.mu.Lock()
-			conns := srv.conns
-			srv.mu.Unlock()
+			conns := srv.connCount()
 			if conns != 2 {
 				t.Fatalf("server saw %d connections, want 2", conns)
 			}
@@ -184,9 +180,7 @@ func TestCloseIdleHandsToWaiter(t *testing.T) {
 	if o := <-second; o.Status != 200 || o.Body != "hello" {
 		t.Fatalf("queued request: %+v", o)
 	}
-	srv.mu.Lock()
-	conns := srv.conns
-	srv.mu.Unlock()
+	conns := srv.connCount()
 	if conns != 1 {
 		t.Fatalf("server saw %d connections, want 1 (the queued request reuses the first)", conns)
 	}

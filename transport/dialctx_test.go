@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -26,18 +25,8 @@ func TestDialContextOutlivesDial(t *testing.T) {
 	}
 	for _, rt := range []http.RoundTripper{&http.Transport{DialContext: dial}, &Transport{DialContext: dial}} {
 		for i := 0; i < 2; i++ {
-			req, err := http.NewRequest("GET", srv.URL, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := rt.RoundTrip(req)
-			if err != nil {
-				t.Fatalf("%T request %d: %v", rt, i, err)
-			}
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil || resp.StatusCode != 200 || len(body) == 0 {
-				t.Fatalf("%T request %d: %d %q %v", rt, i, resp.StatusCode, body, err)
+			if o := observe(rt, newReq(t, "GET", srv.URL, nil)); o.Status != 200 || o.Body == "" || o.BodyErr != "" {
+				t.Fatalf("%T request %d: %+v", rt, i, o)
 			}
 		}
 		closeIdle(rt)

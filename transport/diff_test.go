@@ -298,18 +298,16 @@ var scenarios = []scenario{
 		<-c.s.close
 	}, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
 		req := boundedReq(t, srv.URL)
-		seen := make(chan bool, 1)
+		cancelled := make(chan struct{})
 		go func() {
-			ok := srv.waitSeen(1) // the request is registered before it is written
-			if ok {
-				rt.(requestCanceler).CancelRequest(req)
-			}
-			seen <- ok
+			defer close(cancelled)
+			// The request is registered before it is written. waitFor
+			// fails the test if the server never sees it.
+			waitFor(t, func() bool { return srv.seenCount() >= 1 })
+			rt.(requestCanceler).CancelRequest(req)
 		}()
 		o := observe(rt, req)
-		if !<-seen {
-			t.Error("the server never saw the request")
-		}
+		<-cancelled
 		return []any{o}
 	}},
 	{name: "cancel/cancel-request-during-body", raw: func(c *rawConn) {
@@ -497,10 +495,7 @@ func earlyCloseRun(n int) func(t *testing.T, rt http.RoundTripper, srv *testServ
 // waitConnsClosed waits until a scripted server has closed every connection.
 func waitConnsClosed(srv *testServer) {
 	for {
-		srv.mu.Lock()
-		n := len(srv.live)
-		srv.mu.Unlock()
-		if n == 0 {
+		if srv.liveCount() == 0 {
 			time.Sleep(20 * time.Millisecond) // let the FIN reach the client's socket
 			return
 		}

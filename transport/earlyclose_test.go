@@ -118,13 +118,6 @@ func earlyCloseScript(first func(c *rawConn)) func(c *rawConn) {
 	}
 }
 
-// liveConns is the number of connections a scripted server has open.
-func liveConns(srv *testServer) int {
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	return len(srv.live)
-}
-
 // earlyCloseRequest is the first request of an early-close test, traced so
 // that settle can tell when its connection went back to the pool.
 type earlyCloseRequest struct {
@@ -190,7 +183,7 @@ func (e *earlyCloseRequest) settle(t *testing.T, srv *testServer) (kept bool) {
 			}
 		default:
 		}
-		if liveConns(srv) == 0 {
+		if srv.liveCount() == 0 {
 			return false
 		}
 		if time.Now().After(deadline) {

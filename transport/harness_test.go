@@ -89,18 +89,25 @@ func (s *testServer) record(r seenRequest) {
 	s.mu.Unlock()
 }
 
-// waitSeen waits up to 10s until the server has read n requests and
-// reports whether it did.
-func (s *testServer) waitSeen(n int) bool {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		s.mu.Lock()
-		seen := len(s.seen)
-		s.mu.Unlock()
-		if seen >= n {
-			return true
-		}
-	}
-	return false
+// seenCount is the number of requests the server has read.
+func (s *testServer) seenCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.seen)
+}
+
+// liveCount is the number of connections a scripted server has open.
+func (s *testServer) liveCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live)
+}
+
+// connCount is the number of connections the server has accepted.
+func (s *testServer) connCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // abort closes every connection the server has (and, for a scripted

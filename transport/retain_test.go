@@ -2,8 +2,6 @@ package transport
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -24,16 +22,9 @@ func TestIdleConnDoesNotRetainRequest(t *testing.T) {
 		payload := new([1 << 20]byte)
 		runtime.AddCleanup(payload, func(f *atomic.Bool) { f.Store(true) }, &freed)
 		ctx := context.WithValue(context.Background(), retainedKey{}, payload)
-		req, err := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-		if err != nil {
-			t.Fatal(err)
+		if o := observe(tr, newReq(t, "GET", srv.URL, nil).WithContext(ctx)); o.Status != 200 || o.BodyErr != "" {
+			t.Fatalf("GET: %+v", o)
 		}
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
 	}()
 	if got := tr.Stats().Conns.IdleH1; got != 1 {
 		t.Fatalf("%d idle connections, want the request's one", got)

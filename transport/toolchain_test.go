@@ -161,9 +161,7 @@ func TestToolchainConnectNotReused(t *testing.T) {
 			if netHTTP127 {
 				want = 2
 			}
-			srv.mu.Lock()
-			n := srv.conns
-			srv.mu.Unlock()
+			n := srv.connCount()
 			if n != want {
 				t.Fatalf("server saw %d connections, want %d (netHTTP127=%v)", n, want, netHTTP127)
 			}
