@@ -59,6 +59,15 @@ func TestOriginAddrCache(t *testing.T) {
 		check("https://" + second + "/")
 	}
 
+	// A miss (the two colliding hosts taking turns) costs what originAddr
+	// costs plus the entry and its copy of the host.
+	u1, _ := url.Parse("https://" + first + "/")
+	u2, _ := url.Parse("https://" + second + "/")
+	build := testing.AllocsPerRun(100, func() { originAddr(u1) })
+	if got := testing.AllocsPerRun(100, func() { c.addr(u1); c.addr(u2) }) / 2; got != build+2 {
+		t.Fatalf("a miss made %v allocations; building the address alone makes %v", got, build)
+	}
+
 	u, _ := url.Parse("https://api.example.com/v1")
 	if got := testing.AllocsPerRun(100, func() {
 		if a, _ := c.addr(u); a != "api.example.com:443" {

@@ -140,8 +140,8 @@ type transportStats struct {
 }
 
 // countRequest counts a response obtained over proto. The shard is picked
-// at random (the runtime's per-thread generator: a few nanoseconds, no
-// shared state).
+// at random (the runtime's per-thread generator: no shared state, but
+// ~30 ns in a profile; HTTP/1.1 uses countRequestOn instead).
 func (s *transportStats) countRequest(proto int) {
 	if !countStats {
 		return
