@@ -30,7 +30,8 @@ type cancelShard struct {
 }
 
 // cancelEntry is how to cancel one request: an HTTP/1.1 exchange (pc at
-// generation gen) or, when pc is nil, an HTTP/3 request's context (stop).
+// generation gen) or, when pc is nil, stop: an HTTP/3 request's context,
+// or a request's wait for its connection and its dial (connWait.cancel).
 // It is in a list from register to unregister; its owner must not change
 // req, pc, gen or stop in between. unregister clears them, so an entry
 // kept for the next request (an idle connection's) holds nothing alive.

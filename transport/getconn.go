@@ -3,7 +3,9 @@ package transport
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptrace"
+	"sync"
 
 	"github.com/ferryhttp/ferry/internal/idlepool"
 )
@@ -16,6 +18,11 @@ import (
 // connection was added, or with MaxConnsPerHost one of its streams freed);
 // an idlepool.Turn carries the request's place in line across those asks.
 // The dial for such a key is coalesced with concurrent ones (dialAny, h2.go).
+//
+// A request that has to wait (for a MaxConnsPerHost slot, or for another
+// request's HTTP/2 dial) or dial is cancelled there as in net/http, by its
+// context, Request.Cancel and CancelRequest alike (connWait). A request
+// that finds a connection at once pays nothing for that.
 
 // getConn returns a connection for key, firing GetConn and, for an
 // HTTP/1 connection, GotConn: an exclusive *h1Conn, or a shared connection
@@ -42,16 +49,45 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 	// The key is hashed once per request; an h1Conn keeps its own copy
 	// (newH1Conn) for the Put that returns it to the pool.
 	kh := t.pool.Hash(key)
+	// w is armed once the request waits in the pool (slotWait) or dials,
+	// and ended (w.end, w set to nil) before getConn returns or uses a
+	// connection from the pool.
+	var w *connWait
 	for {
 		if tp != nil {
 			if s, ok := t.pool.GetSharedTurnHashed(key, kh, tp); ok {
-				return nil, s.(sharedConn), nil
+				sc := s.(sharedConn)
+				if w != nil {
+					if err := w.end(); err != nil {
+						sc.ReleaseStream()
+						return nil, nil, err
+					}
+				}
+				return nil, sc, nil
 			}
 		}
-		pc, idleFor, reused, err := t.pool.AcquireTurnHashed(ctx, key, kh, tp)
+		actx := ctx
+		var sw *slotWait
+		if w != nil {
+			actx = w.ctx
+		} else if t.MaxConnsPerHost > 0 {
+			// Acquire may wait for a slot: sw arms w only if it does.
+			sw = slotWaits.Get().(*slotWait)
+			sw.Context, sw.t, sw.req = ctx, t, o.req
+			actx = sw
+		}
+		pc, idleFor, reused, err := t.pool.AcquireTurnHashed(actx, key, kh, tp)
+		if sw != nil {
+			w = sw.w
+			*sw = slotWait{}
+			slotWaits.Put(sw)
+		}
 		if err != nil {
 			if errors.Is(err, idlepool.ErrSharedAvailable) {
 				continue
+			}
+			if cerr := w.end(); cerr != nil {
+				return nil, nil, cerr
 			}
 			if ctx.Err() != nil {
 				return nil, nil, context.Cause(ctx)
@@ -59,6 +95,14 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			return nil, nil, err
 		}
 		if reused {
+			if w != nil {
+				err := w.end()
+				w = nil
+				if err != nil {
+					t.giveBack(pc)
+					return nil, nil, err
+				}
+			}
 			// A request that could not be retried is not risked on a
 			// connection that may have died while idle.
 			if idleFor > 0 && !isReplayable(o.req) && !pc.alive() {
@@ -70,13 +114,25 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			}
 			return pc, nil, nil
 		}
-		pc, sc, again, err := t.dialAny(ctx, key, ds)
-		if again {
-			continue
+		if w == nil {
+			w = t.armConnWait(ctx, o.req)
+		} else if w.ctx.Err() != nil {
+			// Cancelled as the pool gave it the slot: no dial.
+			t.pool.Release(key)
+			return nil, nil, w.end()
 		}
+		pc, sc, again, err := t.dialAny(w.ctx, key, ds)
+		if again {
+			continue // w stays armed for the next look and wait
+		}
+		cerr := w.end()
+		w = nil
 		if err != nil {
 			t.stats.countDialError()
 			t.pool.Release(key)
+			if cerr != nil {
+				return nil, nil, cerr
+			}
 			if ctx.Err() != nil {
 				return nil, nil, context.Cause(ctx)
 			}
@@ -84,11 +140,159 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 		}
 		t.stats.countDial(sc == nil)
 		if sc != nil {
+			if cerr != nil {
+				sc.ReleaseStream() // the connection stays shared in the pool
+				return nil, nil, cerr
+			}
 			return nil, sc, nil
+		}
+		if cerr != nil {
+			t.giveBack(pc)
+			return nil, nil, cerr
 		}
 		if trace != nil && trace.GotConn != nil {
 			trace.GotConn(httptrace.GotConnInfo{Conn: pc.conn})
 		}
 		return pc, nil, nil
 	}
+}
+
+// slotWait is the context a request hands the pool's Acquire when
+// MaxConnsPerHost may make it wait for a slot. It is the request's context
+// until the pool waits, that is until Acquire calls Done: Done arms a
+// connWait (w) and from then on slotWait is w.ctx. A request that finds an
+// idle connection or a free slot never calls Done, arms nothing, and, as
+// slotWaits are recycled, allocates nothing either. Only the goroutine
+// running the request uses it.
+type slotWait struct {
+	context.Context // the request's (Deadline, Value, and Err until armed)
+	t               *Transport
+	req             *http.Request
+	w               *connWait // armed by Done
+}
+
+var slotWaits = sync.Pool{New: func() any { return new(slotWait) }}
+
+func (s *slotWait) Done() <-chan struct{} {
+	if s.w == nil {
+		s.w = s.t.armConnWait(s.Context, s.req)
+	}
+	return s.w.ctx.Done()
+}
+
+func (s *slotWait) Err() error {
+	if s.w != nil {
+		return s.w.ctx.Err()
+	}
+	return s.Context.Err()
+}
+
+// giveBack returns to the pool an HTTP/1.1 connection that a cancelled
+// request obtained but will not use, as net/http pools a connection
+// dialled for a request that went away. It counts as reused from now on:
+// no goroutine watches it while it is idle, so a request that finds it dead
+// is retried under the rules for reused connections.
+func (t *Transport) giveBack(pc *h1Conn) {
+	if t.DisableKeepAlives {
+		pc.closeAndRelease()
+		return
+	}
+	pc.reused = true
+	pc.putIdle()
+}
+
+// connWait carries a request's cancellation signals into its wait for a
+// connection and its dial, as net/http's getConn does: the request's
+// context, Request.Cancel (a goroutine, only when it is set) and
+// CancelRequest (an entry in the registry) each cancel ctx, under which
+// the request waits and dials, until end. ctx keeps the request's values
+// but not its cancellation: once end ran nothing cancels it, so a caller's
+// dialer whose connection lives as long as the context it was given keeps
+// that connection working in the pool after the request is gone (net/http
+// never cancels its dial context after a successful dial either).
+type connWait struct {
+	t      *Transport
+	req    *http.Request
+	reqCtx context.Context
+	ctx    context.Context
+	stop   context.CancelCauseFunc
+
+	stopCtx    func() bool   // stops the context.AfterFunc, nil if none
+	legacyDone chan struct{} // closed by end to stop the Request.Cancel watcher
+	entry      cancelEntry   // req and cancel, for CancelRequest
+
+	// mu guards ended and orders it with stop: no signal cancels ctx once
+	// end has run.
+	mu    sync.Mutex
+	ended bool
+}
+
+// armConnWait starts forwarding req's cancellation signals (ctx is req's
+// context) to a new connWait's ctx.
+func (t *Transport) armConnWait(ctx context.Context, req *http.Request) *connWait {
+	w := &connWait{t: t, req: req, reqCtx: ctx}
+	w.ctx, w.stop = context.WithCancelCause(context.WithoutCancel(ctx))
+	if ctx.Done() != nil {
+		w.stopCtx = context.AfterFunc(ctx, func() { w.cancel(context.Cause(ctx)) })
+	}
+	if req.Cancel != nil {
+		done := make(chan struct{})
+		w.legacyDone = done
+		go func(cancel <-chan struct{}) {
+			select {
+			case <-cancel:
+				w.cancel(errRequestCanceled)
+			case <-done:
+			}
+		}(req.Cancel)
+	}
+	w.entry = cancelEntry{req: req, stop: w.cancel}
+	t.cancels.register(&w.entry)
+	return w
+}
+
+// cancel cancels w.ctx with cause, unless end has run.
+func (w *connWait) cancel(cause error) {
+	w.mu.Lock()
+	if !w.ended {
+		w.stop(cause)
+	}
+	w.mu.Unlock()
+}
+
+// end stops forwarding the signals and returns the error the request ends
+// with if one of them arrived (also one that arrived just as the wait
+// ended, before its watcher forwarded it): the context's cause, or for
+// Request.Cancel and CancelRequest net/http's "request canceled while
+// waiting for connection". It returns nil for a nil w.
+func (w *connWait) end() error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	w.ended = true
+	cause := context.Cause(w.ctx)
+	w.mu.Unlock()
+	if w.stopCtx != nil {
+		w.stopCtx()
+	}
+	if w.legacyDone != nil {
+		close(w.legacyDone)
+	}
+	w.t.cancels.unregister(&w.entry)
+	if cause == nil {
+		if w.reqCtx.Err() != nil {
+			cause = context.Cause(w.reqCtx)
+		} else if w.req.Cancel != nil {
+			select {
+			case <-w.req.Cancel:
+				cause = errRequestCanceled
+			default:
+			}
+		}
+	}
+	if cause == errRequestCanceled {
+		return errRequestCanceledConn
+	}
+	return cause
 }
