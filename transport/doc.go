@@ -30,6 +30,24 @@
 //   - Errors keep their identity: context.Canceled, context.DeadlineExceeded
 //     and net.Error with Timeout() == true can be tested with errors.Is and
 //     errors.As.
+//   - Cancellation: the request's context, Request.Cancel and the
+//     deprecated CancelRequest reach a request while it waits for its
+//     connection (queued for a MaxConnsPerHost slot, dialling, or waiting
+//     for another request's HTTP/2 dial), as in net/http, and then while it
+//     is written and its response read (CancelRequest not over HTTP/2, see
+//     below). Cancelled while waiting, it ends with the context's cause, or
+//     for Request.Cancel and CancelRequest with net/http's "net/http:
+//     request canceled while waiting for connection"; a connection that
+//     reached it anyway (a dial that finished, a connection handed over)
+//     goes to the pool. A caller's DialContext or DialTLSContext gets a
+//     context that carries the request's values (not its deadline, as in
+//     net/http) and is cancelled only while its dial is in progress, by
+//     any of the three; once the dial succeeded nothing cancels it, so a
+//     connection tied to that context lives on in the pool (net/http never
+//     cancels it either). Unlike net/http, which lets a dial finish in the
+//     background for its pool, ferry aborts the dial of a cancelled
+//     request, on the request's goroutine: a request whose dialer ignores
+//     its context returns only when the dialer does.
 //
 // Timeouts: prefer a deadline on the request's context to
 // http.Client.Timeout. net/http's Client implements Timeout through the
@@ -94,7 +112,7 @@
 //     Reused, WasIdle, IdleTime), WroteHeaderField, WroteHeaders,
 //     WroteRequest and GotFirstResponseByte fire as in net/http; PutIdleConn
 //     does not fire for HTTP/2 (nor in net/http). CancelRequest does not
-//     cancel HTTP/2 requests (nor in net/http).
+//     cancel an HTTP/2 request once it has its stream (nor in net/http).
 //   - TLSNextProto: a caller's function for the negotiated protocol is
 //     handed the *tls.Conn and its RoundTripper then serves every request
 //     of that origin (until CloseIdleConnections), as in net/http.

@@ -316,12 +316,18 @@ func (t *Transport) CloseIdleConnections() {
 	t.closeIdleH3()
 }
 
-// CancelRequest cancels an in-flight request by aborting its connection
-// (HTTP/1.1) or its stream (HTTP/3); HTTP/2 requests are not cancelled, as
-// in net/http.
+// CancelRequest cancels an in-flight request. A request still waiting for
+// its connection (queued for a MaxConnsPerHost slot, dialling, or waiting
+// for another request's HTTP/2 dial) ends with net/http's "net/http:
+// request canceled while waiting for connection", and a connection dialled
+// for it goes to the pool; once it has its connection, CancelRequest aborts
+// that connection (HTTP/1.1) or its stream (HTTP/3); an HTTP/2 request that
+// has its stream is not cancelled, as in net/http. A call that lands as
+// the request moves from one of those phases to the next (or before it
+// looked in the pool) finds nothing to cancel.
 //
 // Deprecated: use a request context (Request.WithContext) instead, as for
-// net/http. It cannot cancel a request still waiting for its connection.
+// net/http.
 func (t *Transport) CancelRequest(req *http.Request) {
 	t.cancels.cancel(req)
 }
