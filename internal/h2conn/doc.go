@@ -42,10 +42,15 @@
 //
 // Errors: a failure for which the server provably did not process the request
 // (GOAWAY naming an earlier stream, REFUSED_STREAM, a connection that
-// became unusable before the request was sent, or a provisional slot the
-// server's limit left no room for) is returned as a
-// *NotProcessedError; IsRetryable reports it. Every other error is returned
-// exactly as x/net produced it (context errors keep their identity).
+// became unusable before the request was sent, or a slot the server's limit
+// left no room for when the request was to go out) is returned as a
+// *NotProcessedError; IsRetryable reports it. Only the connection's own
+// failure costs the connection: when legacy x/net refuses a reserved stream
+// of a live connection because it is momentarily full (a stream reset by a
+// cancelled request counts until the server acknowledges the reset), the
+// error is ReasonStreamLimit and the connection stays usable, as net/http
+// keeps it. Every other error is returned exactly as x/net produced it
+// (context errors keep their identity).
 //
 // Tracing: RoundTrip fires httptrace GotConn itself, once per call, with
 // Reused, WasIdle and IdleTime computed as net/http's HTTP/2 pool does. x/net
@@ -73,13 +78,15 @@
 //
 // This package relies only on what both modes share: ReserveNewRequest and
 // CanTakeNewRequest (which take no write lock), RoundTrip, Close, Shutdown,
-// Ping, State (only on the rare "x/net refuses and we hold no stream" path,
-// because in legacy mode it takes the write lock), the MarkDead call of a
-// ClientConnPool (watch.go), and the error texts in errors.go. One file pair
-// is built per mode: inuse_legacy.go marks each kept-alive connection
+// Ping, State (only on the rare paths where x/net refused a stream, because
+// in legacy mode it takes the write lock), the MarkDead call of a
+// ClientConnPool (watch.go), and the error texts in errors.go. Two pairs of
+// files are split by mode: inuse_legacy.go marks each kept-alive connection
 // without strict limits as used through x/net's pool path (legacy x/net
 // otherwise delays MarkDead with a pending five-second timer);
-// inuse_wrapped.go does nothing. The tests pass on
+// inuse_wrapped.go does nothing. fullrefusal_legacy.go and
+// fullrefusal_wrapped.go say whether x/net's "client conn not usable" may
+// mean a live connection that is only full (legacy only). The tests pass on
 // go1.26.8 and go1.27.3.
 //
 // To swap to net/http's ClientConn once it accepts a net.Conn, replace the

@@ -20,10 +20,15 @@ const (
 	// closed, broken) before the request was sent; nothing of it was written
 	// and its body was not read.
 	ReasonConnUnusable
-	// ReasonStreamLimit: the slot was granted before the server's SETTINGS
-	// arrived, and they put the connection at its concurrent-stream limit;
-	// nothing was written and the body was not read. The connection is
-	// still usable: another connection should take the request.
+	// ReasonStreamLimit: the connection was at its concurrent-stream limit
+	// when the request was to go out, although its slot had been granted:
+	// the slot was granted before the server's SETTINGS arrived and they
+	// left no room, or (legacy x/net) the connection filled up after the
+	// reservation, with a stream just reset by a cancelled request (counted
+	// until the server acknowledges the reset) or a server lowering its
+	// limit. Nothing was written and the body was not read. The connection
+	// is still usable: the request should take a stream that frees, or
+	// another connection.
 	ReasonStreamLimit
 )
 

@@ -71,8 +71,8 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.cc.RoundTrip(req)
 	if err != nil {
 		err = classify(err)
-		if np, ok := err.(*NotProcessedError); ok && np.Reason != ReasonRefusedStream {
-			c.markDead()
+		if np, ok := err.(*NotProcessedError); ok {
+			c.judgeNotProcessed(np)
 		}
 		c.release(true)
 		return nil, err
@@ -88,6 +88,30 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeAtEOF: req.Body == nil || req.Body == http.NoBody,
 	}
 	return resp, nil
+}
+
+// judgeNotProcessed decides, for a request x/net did not send, whether the
+// connection is done for. A refused stream says nothing about the
+// connection. Legacy x/net also refuses, with the same "not usable" error
+// as for a closing connection, a request holding a reservation when the
+// connection has meanwhile become full: a stream reset by a cancelled
+// request counts against the limit until the server acknowledges the PING
+// sent with the reset (and is counted twice until x/net has forgotten the
+// stream), and a server may lower SETTINGS_MAX_CONCURRENT_STREAMS. Such a
+// connection is alive and keeps its streams: the request is reported as
+// ReasonStreamLimit (nothing was sent, so the caller finds a stream
+// elsewhere or waits for one, as net/http's pool would) and the
+// connection stays usable. Only a connection confirmed unusable is marked
+// dead (fullrefusal_legacy.go; in wrapped mode the error always means
+// that).
+func (c *Conn) judgeNotProcessed(np *NotProcessedError) {
+	switch {
+	case np.Reason == ReasonRefusedStream:
+	case np.Reason == ReasonConnUnusable && refusesReservedWhenFull && !c.isDead() && !c.confirmUnusable():
+		np.Reason = ReasonStreamLimit
+	default:
+		c.markDead()
+	}
 }
 
 // xnetNoBody is the type of x/net's (unexported) empty response body; on

@@ -1,0 +1,10 @@
+//go:build go1.27 && !http2legacy
+
+package h2conn
+
+// refusesReservedWhenFull is false in wrapped mode (Go 1.27 and later):
+// net/http's client waits for a stream when the connection is full, so
+// "client conn not usable" always means the connection is done for, also
+// when x/net's ClientConnState does not show it yet (x/net hears of a
+// GOAWAY only when the connection closes).
+const refusesReservedWhenFull = false
