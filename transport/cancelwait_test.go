@@ -330,7 +330,8 @@ func TestCancelRequestReachesH2Follower(t *testing.T) {
 // carrying its cancellation signals there. A request that finds an idle
 // connection costs the same allocations with MaxConnsPerHost set (where
 // ferry takes the idle connection without waiting before it arms anything)
-// as without, also with a cancellable context. (Not with Request.Cancel:
+// as without, also with a cancellable context, and arms no connection wait
+// (waitsArmed). (Not with Request.Cancel:
 // the goroutine that watches it during the exchange allocates or not
 // depending on the runtime's free list, which makes the count unstable.)
 func TestIdleHitArmsNoWait(t *testing.T) {
@@ -358,9 +359,13 @@ func TestIdleHitArmsNoWait(t *testing.T) {
 			resp.Body.Close()
 		}
 		do() // dials
+		armed := tr.waitsArmed.Load()
 		a := testing.AllocsPerRun(100, do)
 		if dials != 1 {
 			t.Fatalf("MaxConnsPerHost %d: %d dials, want 1", maxConns, dials)
+		}
+		if n := tr.waitsArmed.Load() - armed; n != 0 {
+			t.Fatalf("MaxConnsPerHost %d: %d idle hits armed a connection wait", maxConns, n)
 		}
 		return a
 	}

@@ -121,7 +121,7 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			t.pool.Release(key)
 			return nil, nil, w.end()
 		}
-		pc, sc, again, err := t.dialAny(w.ctx, key, ds)
+		pc, sc, again, err := t.dialHeld(w, key, ds)
 		if again {
 			continue // w stays armed for the next look and wait
 		}
@@ -157,6 +157,25 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 	}
 }
 
+// dialHeld is dialAny under w, holding the slot the pool reserved for key.
+// A caller's dialer, proxy callback or TLS hook that panics would unwind
+// past getConn's cleanup: the slot (MaxConnsPerHost) and w's watchers and
+// CancelRequest entry are released first, and the panic goes on. (net/http
+// dials on a goroutine of its own, where such a panic ends the process;
+// here the caller may recover it and go on using the Transport.)
+func (t *Transport) dialHeld(w *connWait, key connKey, ds *dialState) (pc *h1Conn, sc sharedConn, again bool, err error) {
+	returned := false
+	defer func() {
+		if !returned {
+			w.end()
+			t.pool.Release(key)
+		}
+	}()
+	pc, sc, again, err = t.dialAny(w.ctx, key, ds)
+	returned = true
+	return pc, sc, again, err
+}
+
 // slotWait is the context a request hands the pool's Acquire when
 // MaxConnsPerHost may make it wait for a slot. It is the request's context
 // until the pool waits, that is until Acquire calls Done: Done arms a
@@ -164,6 +183,14 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 // idle connection or a free slot never calls Done, arms nothing, and, as
 // slotWaits are recycled, allocates nothing either. Only the goroutine
 // running the request uses it.
+//
+// Recycling is safe only because Acquire keeps to its contract (see
+// idlepool.Pool.Acquire): it does not keep ctx after it returns, derives no
+// context from it, and calls Done only when it is about to wait. A context
+// derived from a slotWait (context.WithCancel, AfterFunc) would start a
+// goroutine that outlives the recycling; do not hand one to anything else.
+// Once armed, Value is w.ctx's (so context.Cause sees w's cause); Deadline
+// stays the request's, which still ends the wait through the AfterFunc.
 type slotWait struct {
 	context.Context // the request's (Deadline, Value, and Err until armed)
 	t               *Transport
@@ -185,6 +212,13 @@ func (s *slotWait) Err() error {
 		return s.w.ctx.Err()
 	}
 	return s.Context.Err()
+}
+
+func (s *slotWait) Value(key any) any {
+	if s.w != nil {
+		return s.w.ctx.Value(key)
+	}
+	return s.Context.Value(key)
 }
 
 // giveBack returns to the pool an HTTP/1.1 connection that a cancelled
@@ -230,6 +264,7 @@ type connWait struct {
 // armConnWait starts forwarding req's cancellation signals (ctx is req's
 // context) to a new connWait's ctx.
 func (t *Transport) armConnWait(ctx context.Context, req *http.Request) *connWait {
+	t.waitsArmed.Add(1)
 	w := &connWait{t: t, req: req, reqCtx: ctx}
 	w.ctx, w.stop = context.WithCancelCause(context.WithoutCancel(ctx))
 	if ctx.Done() != nil {

@@ -183,6 +183,7 @@ type Transport struct {
 	dialer         *dialer.Dialer
 	sessionCache   tls.ClientSessionCache
 	cancels        cancelRegistry
+	waitsArmed     atomic.Int64    // connWaits armed: requests that waited or dialled (getconn.go)
 	originAddrs    originAddrCache // host:port of recent port-less URL hosts
 	proxies        proxyState
 	headerEstimate atomic.Int32 // moving average of header counts x16, seeds new conns

@@ -130,6 +130,11 @@ func (p *Pool[K, C]) keepsIdle() bool {
 // (permission to dial), a shared connection is added for the key
 // (ErrSharedAvailable, no slot held), or ctx is done (ctx.Err()). After Close
 // it returns ErrPoolClosed, and ErrNilContext for a nil ctx.
+//
+// Acquire uses ctx only while it runs: it keeps no reference to it after
+// it returns, derives no context from it, and calls ctx.Done only when it
+// is about to wait (ctx.Err before that), so a caller may pass a context
+// that does work in Done, or recycle it once Acquire has returned.
 func (p *Pool[K, C]) Acquire(ctx context.Context, key K) (c C, idleFor time.Duration, reused bool, err error) {
 	return p.AcquireTurn(ctx, key, nil)
 }
