@@ -48,6 +48,10 @@ func TestH3UpgradeAfterAltSvc(t *testing.T) {
 // TestH3FirstRequestWaitsForQUIC: with nothing pooled, a request to an
 // origin whose alternative is known gives QUIC its head start and goes
 // over HTTP/3.0 (the head start is long here so the outcome is certain).
+// The request starts the QUIC dial and then waits for it, unless the
+// handshake over loopback already finished in between (seen once in 50
+// runs on a loaded machine): at most one wait, and HTTP/3 either way,
+// where a request that did not wait would have gone over TCP.
 func TestH3FirstRequestWaitsForQUIC(t *testing.T) {
 	u := startWrapped(t, &protoHandler{})
 	tr := newH3Transport(t, func(tr *Transport) { tr.h3.headStart = time.Minute })
@@ -57,8 +61,8 @@ func TestH3FirstRequestWaitsForQUIC(t *testing.T) {
 	if resp.Proto != "HTTP/3.0" {
 		t.Fatalf("proto %s, want HTTP/3.0", resp.Proto)
 	}
-	if n := tr.h3.waits.Load(); n != 1 {
-		t.Fatalf("%d waits for QUIC, want 1", n)
+	if n := tr.h3.waits.Load(); n > 1 {
+		t.Fatalf("%d waits for QUIC, want at most 1", n)
 	}
 }
 
