@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -47,8 +49,9 @@ type h2State struct {
 
 // maxSharedRetries caps the transparent retries of one request whose
 // attempts the server did not process (GOAWAY, REFUSED_STREAM, a connection
-// that became unusable before the request went out); x/net's own cap.
-const maxSharedRetries = 6
+// that became unusable before the request went out): seven, so eight
+// attempts in all, as net/http's HTTP/2 client makes.
+const maxSharedRetries = 7
 
 // errRetryShared tells RoundTrip's loop to get another connection.
 var errRetryShared = errors.New("ferry/transport: retry on another connection")
@@ -185,7 +188,10 @@ func (t *Transport) sharedFromDial(key connKey, d dialedConn) (sharedConn, error
 // roundTripShared sends req on sc (a stream is reserved). It returns the
 // response, a final error (req's body closed), or errRetryShared when the
 // server did not process the request and it may go out again (o.body then
-// holds the body to send).
+// holds the body to send). The final errors are net/http's: the error of
+// the last attempt once the retries are spent, "cannot retry" around it
+// for a body that cannot be sent again, the context's error when it ends
+// during the backoff.
 func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *outgoing, key connKey, sc sharedConn, retries *int) (*http.Response, error) {
 	sreq := req
 	var rb *replayBody
@@ -208,59 +214,83 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 		t.pool.RemoveShared(key, sc)
 	}
 	var np *h2conn.NotProcessedError
-	if errors.As(err, &np) && np.Reason == h2conn.ReasonStreamLimit && ctx.Err() == nil {
-		// A stream granted before the server's SETTINGS arrived, which
-		// left no room for it: nothing was sent and the body is unread.
-		// Another connection takes it at once; no backoff and no retry
-		// counted, as the request would have gone there had the limit
-		// been known (each such refusal needs a connection whose SETTINGS
-		// were still unknown, so this cannot loop on one connection).
-		rb.detach()
+	if !errors.As(err, &np) {
+		rb.closeBody()
+		return nil, err
+	}
+	// A stream granted before the server's SETTINGS arrived, which left no
+	// room for it, is not a retry: nothing was sent, the body is unread,
+	// and the request would have gone to another connection had the limit
+	// been known (each such refusal needs a connection whose SETTINGS were
+	// still unknown, so this cannot loop on one connection).
+	limit := np.Reason == h2conn.ReasonStreamLimit
+	if !limit && *retries >= maxSharedRetries {
+		rb.closeBody()
+		return nil, np.Err
+	}
+	if o.body != nil && req.GetBody == nil && !np.BodyUnread {
+		rb.closeBody()
+		return nil, fmt.Errorf("http2: Transport: cannot retry err [%w] after Request.Body was written; define Request.GetBody to avoid this error", np.Err)
+	}
+	if err := ctx.Err(); err != nil {
+		rb.closeBody()
+		return nil, err
+	}
+	if limit {
+		rb.detach() // another connection takes it at once, no backoff
 		return nil, errRetryShared
 	}
-	if errors.As(err, &np) && *retries < maxSharedRetries && ctx.Err() == nil {
-		keep := np.BodyUnread && req.GetBody == nil
-		if o.body == nil || req.GetBody != nil || keep {
-			*retries++
-			if keep {
-				rb.detach()
-			} else if rb != nil {
-				rb.closeBody()
-				body, gerr := req.GetBody()
-				if gerr != nil {
-					return nil, gerr
-				}
-				o.body = body
-			}
-			if err := retryBackoff(ctx, *retries, t.h2.backoffUnit); err != nil {
-				closeOutgoing(o)
-				return nil, err
-			}
-			return nil, errRetryShared
+	*retries++
+	if o.body != nil && req.GetBody == nil {
+		rb.detach() // unread: the same body goes out again
+	} else if rb != nil {
+		rb.closeBody()
+		body, gerr := req.GetBody()
+		if gerr != nil {
+			return nil, gerr
 		}
+		o.body = body
 	}
-	rb.closeBody()
-	return nil, err
+	if err := retryBackoff(ctx, *retries, t.h2.backoffUnit); err != nil {
+		closeOutgoing(o)
+		return nil, err
+	}
+	return nil, errRetryShared
 }
 
-// retryBackoff waits before the n-th retry: nothing before the first, then
-// 1, 2, 4... units (a second each unless unit is set), as x/net does, so a
-// server refusing streams is not hammered.
+// retryBackoff waits before the n-th retry (see sharedRetryWait; unit is a
+// second unless set). When ctx ends first it returns ctx.Err(), not the
+// context's cause, as net/http's HTTP/2 retry loop does.
 func retryBackoff(ctx context.Context, n int, unit time.Duration) error {
-	if n <= 1 {
-		return nil
-	}
 	if unit <= 0 {
 		unit = time.Second
 	}
-	tm := time.NewTimer(unit << (n - 2))
+	d := sharedRetryWait(n, unit, rand.Float64())
+	if d == 0 {
+		return nil
+	}
+	tm := time.NewTimer(d)
 	defer tm.Stop()
 	select {
 	case <-tm.C:
 		return nil
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return ctx.Err()
 	}
+}
+
+// sharedRetryWait is the wait before the n-th retry (from 1), so that a
+// server refusing streams is not hammered: none before the first, then 1,
+// 2, 4 ... 32 units, each lengthened by jitter (in [0, 1)) times 10% and
+// then cut to whole units, which is what net/http's HTTP/2 client waits
+// (its jitter only shows from the 16-unit wait on).
+func sharedRetryWait(n int, unit time.Duration, jitter float64) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	units := float64(int64(1) << (n - 2))
+	units += units * 0.1 * jitter
+	return unit * time.Duration(units)
 }
 
 // closeIdleShared closes the shared connections with no stream in use and
