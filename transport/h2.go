@@ -45,6 +45,9 @@ type h2State struct {
 	// backoffUnit scales the waits between retries (tests only); zero
 	// means one second.
 	backoffUnit time.Duration
+	// beforeFirstStream, when set (tests only), runs on each new shared
+	// connection before its first stream is reserved.
+	beforeFirstStream func(sharedConn)
 }
 
 // maxSharedRetries caps the transparent retries of one request whose
@@ -52,6 +55,13 @@ type h2State struct {
 // that became unusable before the request went out): seven, so eight
 // attempts in all, as net/http's HTTP/2 client makes.
 const maxSharedRetries = 7
+
+// errH2NotEstablished is returned when a connection that has just been set
+// up for HTTP/2 is already unusable before its first request (the server
+// closed it, sent something other than HTTP/2, or sent GOAWAY): net/http's
+// text for the same case. It does not say which of these happened, as
+// internal/h2conn does not report the error that ended the connection.
+var errH2NotEstablished = errors.New("http2: client conn could not be established")
 
 // errRetryShared tells RoundTrip's loop to get another connection.
 var errRetryShared = errors.New("ferry/transport: retry on another connection")
@@ -135,9 +145,12 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 		return t.h1FromDial(key, d), nil, false, nil
 	}
 	// Take our stream before anyone else can see the connection.
+	if t.h2.beforeFirstStream != nil {
+		t.h2.beforeFirstStream(sc)
+	}
 	if !sc.ReserveStream() {
 		sc.Close()
-		return nil, nil, false, errors.New("ferry/transport: new HTTP/2 connection refused its first stream")
+		return nil, nil, false, errH2NotEstablished
 	}
 	if c, ok := sc.(*h2conn.Conn); ok && t.MaxConnsPerHost > 0 {
 		// Requests wait in the pool for a stream of this connection.

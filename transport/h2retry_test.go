@@ -395,3 +395,58 @@ func TestH2CancelCauseByPhase(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) { compareImpls(t, row.run) })
 	}
 }
+
+// TestH2NewConnUnusableBeforeFirstStream: a server that negotiated HTTP/2
+// and then closed the connection, sent something other than HTTP/2, or
+// sent GOAWAY before the first request could take a stream. The request
+// fails with net/http's error for that case, without another dial. (Which
+// comes first, the connection's death or the first stream, is a race in
+// both implementations; a hook holds ferry's first stream until the
+// connection is unusable. net/http gives the same text in that order.)
+func TestH2NewConnUnusableBeforeFirstStream(t *testing.T) {
+	rows := []struct {
+		name   string
+		script func(c *rawConn)
+	}{
+		{name: "closed-after-preface", script: func(c *rawConn) {
+			io.ReadFull(c.br, make([]byte, len(http2.ClientPreface)))
+		}},
+		{name: "http1-answer", script: func(c *rawConn) {
+			io.ReadFull(c.br, make([]byte, len(http2.ClientPreface)))
+			io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+		}},
+		{name: "goaway", script: func(c *rawConn) {
+			io.ReadFull(c.br, make([]byte, len(http2.ClientPreface)))
+			fr := http2.NewFramer(c, c.br)
+			fr.WriteSettings()
+			fr.WriteGoAway(0, http2.ErrCodeEnhanceYourCalm, []byte("go away"))
+			io.Copy(io.Discard, c.br) // open until the client closes
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			s := startRawServer(t, row.script)
+			tr := h2cTransport()
+			defer tr.CloseIdleConnections()
+			tr.h2.beforeFirstStream = func(sc sharedConn) {
+				deadline := time.Now().Add(rowTimeout)
+				for sc.Usable() && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			body := &countingBody{Reader: strings.NewReader("payload")}
+			req := newReq(t, "POST", s.URL+"/", nil)
+			req.Body = body
+			_, err := tr.RoundTrip(req)
+			if got, want := h2ErrText(err), "http2: client conn could not be established"; got != want {
+				t.Fatalf("err = %q, want %q", got, want)
+			}
+			if n := s.connCount(); n != 1 {
+				t.Fatalf("%d connections, want 1 (no new dial)", n)
+			}
+			if n := body.closed.Load(); n != 1 {
+				t.Fatalf("request body closed %d times, want 1", n)
+			}
+		})
+	}
+}
