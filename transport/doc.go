@@ -93,11 +93,16 @@
 //     an earlier stream, REFUSED_STREAM, a connection that became unusable
 //     before the request went out) is sent again on a connection from the
 //     pool, whether or not the first one was reused, when its body can be
-//     produced again (no body, GetBody, or a body not yet read); at most 6
-//     retries, the second and later after 1 s, 2 s, 4 s... as x/net does.
-//     A request that found the new connection's streams all taken once the
-//     server's SETTINGS arrived (nothing sent, body unread) goes to another
-//     connection at once; that does not count as a retry.
+//     produced again (no body, GetBody, or a body not yet read); at most 7
+//     retries (8 attempts, as net/http), the first at once and the others
+//     after 1, 2, 4 ... 32 s with net/http's jitter. A body that cannot be
+//     sent again fails with net/http's "cannot retry" error (wrapping the
+//     stream error), and when the retries run out the last attempt's error
+//     is returned. A request whose granted stream found no room when it was
+//     to go out (the server's SETTINGS arrived after the grant, or, on Go
+//     1.26, a stream just reset by a cancelled request still counted;
+//     nothing sent, body unread) looks again at once, on the same connection
+//     under MaxConnsPerHost or another one; that does not count as a retry.
 //   - Settings: HTTP2 (frame and header table sizes, receive buffers, ping
 //     health checks, WriteByteTimeout, CountError), MaxResponseHeaderBytes,
 //     DisableCompression (transparent gzip as net/http's HTTP/2),

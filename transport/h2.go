@@ -231,11 +231,14 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 		rb.closeBody()
 		return nil, err
 	}
-	// A stream granted before the server's SETTINGS arrived, which left no
-	// room for it, is not a retry: nothing was sent, the body is unread,
-	// and the request would have gone to another connection had the limit
-	// been known (each such refusal needs a connection whose SETTINGS were
-	// still unknown, so this cannot loop on one connection).
+	// A granted stream the connection had no room for when the request
+	// was to go out (SETTINGS that arrived after the grant, or, in legacy
+	// x/net, a stream just reset by a cancelled request and counted until
+	// the server acknowledges it) is not a retry: nothing was sent, the
+	// body is unread and the connection is still usable. The request looks
+	// again at once (it waits for a stream under MaxConnsPerHost, else
+	// takes another connection). Each refusal needs an event after the
+	// grant and each new grant needs room, so this cannot spin.
 	limit := np.Reason == h2conn.ReasonStreamLimit
 	if !limit && *retries >= maxSharedRetries {
 		rb.closeBody()
