@@ -107,7 +107,11 @@
 //     health checks, WriteByteTimeout, CountError), MaxResponseHeaderBytes,
 //     DisableCompression (transparent gzip as net/http's HTTP/2),
 //     DisableKeepAlives (one request per connection), ExpectContinueTimeout
-//     and ResponseHeaderTimeout apply to HTTP/2 connections.
+//     and ResponseHeaderTimeout apply to HTTP/2 connections. On Go 1.26 a
+//     response header far over MaxResponseHeaderBytes ends the connection
+//     with COMPRESSION_ERROR where net/http reports PROTOCOL_ERROR: x/net
+//     v0.62 rejects it later in decoding (the request fails and the
+//     connection closes in both).
 //   - Idle connections: a shared connection with no stream in use for
 //     IdleConnTimeout is closed by the pool's sweep (no timer per
 //     connection); CloseIdleConnections closes those without streams.
