@@ -83,8 +83,10 @@
 // ClientConnPool (watch.go), and the error texts in errors.go. Two pairs of
 // files are split by mode: inuse_legacy.go marks each kept-alive connection
 // without strict limits as used through x/net's pool path (legacy x/net
-// otherwise delays MarkDead with a pending five-second timer);
-// inuse_wrapped.go does nothing. fullrefusal_legacy.go and
+// otherwise delays MarkDead with a pending five-second timer), stopping
+// x/net before the marker takes a stream ID or reservation, so the first
+// request goes out on stream 1 as with net/http; inuse_wrapped.go does
+// nothing. fullrefusal_legacy.go and
 // fullrefusal_wrapped.go say whether x/net's "client conn not usable" may
 // mean a live connection that is only full (legacy only). The tests pass on
 // go1.26.8 and go1.27.3.

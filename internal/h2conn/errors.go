@@ -81,8 +81,9 @@ func IsRetryable(err error) bool {
 // of identical text in both packages; the text is the only thing they share.
 // The tests pin each of them on both toolchains.
 const (
-	errTextUnusable = "http2: client conn not usable"
-	errTextGoAway   = "http2: Transport received Server's graceful shutdown GOAWAY"
+	errTextUnusable       = "http2: client conn not usable"
+	errTextGoAway         = "http2: Transport received Server's graceful shutdown GOAWAY"
+	errTextNotEstablished = "http2: client conn could not be established"
 )
 
 // classify wraps a RoundTrip error in *NotProcessedError when the request

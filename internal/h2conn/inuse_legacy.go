@@ -3,7 +3,9 @@
 package h2conn
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 
 	"golang.org/x/net/http2"
@@ -27,36 +29,57 @@ import (
 // for five seconds after each connection closed (issue #7).
 //
 // markInUse sets the flag through x/net's pool path once, when the
-// connection is created: the watch hands the connection to a request whose
-// "Connection" header x/net rejects before it encodes anything. That
-// request fails synchronously inside x/net; it writes nothing to the peer
-// and holds no reservation afterwards (there is none yet to consume), but
-// it does use up one stream ID, so the first real request goes out on
-// stream 3. Single-use connections (DisableKeepAlives) are not marked: x/net
-// would count the marker as their one request and close them.
+// connection is created, and stops x/net right after it: the watch hands
+// the connection to a marker request (deathWatch.GetClientConn), x/net
+// sets the flag and fires the request's httptrace GotConn hook, and the
+// hook panics with inUseAbort, which markInUse recovers. Between the flag
+// and the hook x/net holds no lock and defers nothing, so the marker
+// leaves no trace: it never reaches ClientConn.RoundTrip, so it takes no
+// stream ID (the first request goes out on stream 1, as with net/http, and
+// x/net's rules for a connection's first stream keep applying), consumes no
+// stream reservation, never waits for the new-request lock or a free
+// stream, writes nothing and starts no goroutine. Should a later x/net skip
+// the hook, the marker's "Connection" header makes x/net refuse it before
+// encoding anything (it would then spend one stream ID; the stream-1 test
+// in inuse_legacy_test.go catches that).
 //
-// x/net's reader runs while the marker goes out, so it may already have
-// processed SETTINGS allowing no stream (or a GOAWAY). The marker must then
-// still end at once: x/net's retry of an "unusable" connection finds no
-// connection the second time (deathWatch.GetClientConn), and connections
-// with strict limits are not marked, since x/net would make the marker wait
-// for a free stream (with no context to end the wait); they keep x/net's
-// timer.
+// Single-use connections (DisableKeepAlives) and connections with strict
+// limits are not marked: so it was when the marker reached RoundTrip (where
+// x/net counted it as a single-use connection's one request, and a strict
+// connection could make it wait), and they keep x/net's timer.
+
 // inUseMarker is the Connection header value of markInUse's request: not
-// "close" or "keep-alive", so x/net refuses it.
+// "close" or "keep-alive", so x/net refuses it before encoding.
 const inUseMarker = "ferry-h2conn-in-use"
+
+// inUseAbort is the panic value with which the marker's GotConn hook stops
+// x/net once the connection is counted as used.
+type inUseAbort struct{}
+
+// inUseRequest is the marker request, shared by all connections: x/net
+// only reads a request. Its trace's GotConn fires in x/net's pool path
+// right after the "reused" flag is set, before ClientConn.RoundTrip.
+var inUseRequest = (&http.Request{
+	Method: http.MethodGet,
+	URL:    &url.URL{Scheme: "https", Host: "in-use.invalid", Path: "/"},
+	Header: http.Header{"Connection": {inUseMarker}},
+	Host:   "in-use.invalid",
+}).WithContext(httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+	GotConn: func(httptrace.GotConnInfo) { panic(inUseAbort{}) },
+}))
 
 func markInUse(t2 *http2.Transport) {
 	if t2.StrictMaxConcurrentStreams {
 		return
 	}
-	req := &http.Request{
-		Method: http.MethodGet,
-		URL:    &url.URL{Scheme: "https", Host: "in-use.invalid", Path: "/"},
-		Header: http.Header{"Connection": {inUseMarker}},
-		Host:   "in-use.invalid",
-	}
-	if resp, err := t2.RoundTrip(req); err == nil {
-		resp.Body.Close() // not reached: x/net rejects the header
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(inUseAbort); !ok {
+				panic(r)
+			}
+		}
+	}()
+	if resp, err := t2.RoundTrip(inUseRequest); err == nil {
+		resp.Body.Close() // not reached: the hook or the header stops x/net
 	}
 }

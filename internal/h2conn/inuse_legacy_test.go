@@ -11,18 +11,18 @@ import (
 	"golang.org/x/net/http2"
 )
 
-// TestMarkInUse: a kept-alive connection is marked as used when created
-// (its first request goes out on stream 3, the marker having taken stream
-// 1 without writing anything), and closing it after use reports its death
-// at once instead of after x/net's five-second "unused connection" timer; a
-// single-use connection is not marked (its one request is on stream 1).
+// TestMarkInUse: a kept-alive connection is marked as used when created,
+// without spending a stream (its first request goes out on stream 1), and
+// closing it after use reports its death at once instead of after x/net's
+// five-second "unused connection" timer; a single-use connection is not
+// marked (its one request is on stream 1 too).
 func TestMarkInUse(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		cfg        Config
 		wantStream uint32
 	}{
-		{"kept_alive", Config{}, 3},
+		{"kept_alive", Config{}, 1},
 		{"single_use", Config{DisableKeepAlives: true}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,5 +77,55 @@ func TestMarkInUse(t *testing.T) {
 				t.Fatal("death not reported within 4s: x/net still treats the connection as unused")
 			}
 		})
+	}
+}
+
+// TestMarkInUseTakesNothing: the marker goes through x/net's pool path
+// only as far as the point where x/net counts the connection as used. It
+// must not consume a stream reservation that a request holds (x/net's
+// RoundTrip takes "a" reservation, not its own), take a stream ID, or leave
+// a stream behind: the reserved request then goes out on stream 1.
+func TestMarkInUseTakesNothing(t *testing.T) {
+	streams := make(chan uint32, 4)
+	rs := startRawServer(t, func(fr *http2.Framer, id uint32) error {
+		streams <- id
+		return testpeer.H2OK(fr, id)
+	})
+	nc := dialH2(t, rs.Addr(), false)
+	c := &Conn{nc: nc, now: time.Now, peer: peerSettings{probed: make(chan struct{})}}
+	var cfg Config
+	t2, err := cfg.newTransports(deathWatch{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := t2.NewClientConn(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.cc = cc
+	c.mu.Unlock()
+	defer cc.Close()
+	if !cc.ReserveNewRequest() {
+		t.Fatal("no reservation")
+	}
+	markInUse(t2)
+	if !c.inUseHanded.Load() {
+		t.Fatal("the marker did not reach x/net's pool path")
+	}
+	st := cc.State()
+	if st.StreamsReserved != 1 || st.StreamsActive != 0 || st.StreamsPending != 0 {
+		t.Fatalf("after the marker: %d reserved, %d active, %d pending; want 1, 0, 0",
+			st.StreamsReserved, st.StreamsActive, st.StreamsPending)
+	}
+	resp, err := cc.RoundTrip(newRequest(t, "GET", "http://"+rs.Addr()+"/", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, resp); got != "ok" {
+		t.Fatalf("body %q", got)
+	}
+	if got := <-streams; got != 1 {
+		t.Fatalf("reserved request on stream %d, want 1", got)
 	}
 }

@@ -73,6 +73,12 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 		err = classify(err)
 		if np, ok := err.(*NotProcessedError); ok {
 			c.judgeNotProcessed(np)
+		} else if err.Error() == errTextNotEstablished {
+			// The connection closed before its first stream. x/net goes
+			// on offering it (it keeps a closed, never-used connection
+			// for its pool to report, which drops it on this error), so
+			// the check in release cannot see that it is dead.
+			c.markDead()
 		}
 		c.release(true)
 		return nil, err

@@ -21,10 +21,11 @@ type deathWatch struct {
 
 // GetClientConn is asked only from x/net's Transport.RoundTrip, which this
 // package calls once per connection, in markInUse (inuse_legacy.go): it
-// hands over the watched connection once, so that x/net counts it as used.
-// A second ask is x/net retrying the marker (it found the connection
-// unusable, for example SETTINGS allowing no stream): refused, so that the
-// retry loop, with its backoff of up to 32 s, ends at once.
+// hands over the watched connection once, so that x/net counts it as used
+// (the marker stops x/net right after that). A second ask could only be
+// x/net retrying a marker that reached ClientConn.RoundTrip and found the
+// connection unusable: refused, so that the retry loop, with its backoff of
+// up to 32 s, ends at once.
 func (w deathWatch) GetClientConn(*http.Request, string) (*http2.ClientConn, error) {
 	if w.c.cc == nil || !w.c.inUseHanded.CompareAndSwap(false, true) {
 		return nil, errNoPool
