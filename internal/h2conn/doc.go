@@ -40,17 +40,21 @@
 //   - IdleSince reports when the last slot was released (on Config.Clock);
 //     idle expiry is the pool's job (IdleConnTimeout is not handed to x/net).
 //
-// Errors: a failure for which the server provably did not process the request
-// (GOAWAY naming an earlier stream, REFUSED_STREAM, a connection that
-// became unusable before the request was sent, or a slot the server's limit
-// left no room for when the request was to go out) is returned as a
-// *NotProcessedError; IsRetryable reports it. Only the connection's own
-// failure costs the connection: when legacy x/net refuses a reserved stream
-// of a live connection because it is momentarily full (a stream reset by a
-// cancelled request counts until the server acknowledges the reset), the
-// error is ReasonStreamLimit and the connection stays usable, as net/http
-// keeps it. Every other error is returned exactly as x/net produced it
-// (context errors keep their identity).
+// Errors: a failure for which the server provably did not process the
+// request (GOAWAY naming an earlier stream, REFUSED_STREAM, a connection
+// that became unusable before the request was sent, or a slot the server's
+// limit left no room for when the request was to go out) is returned as a
+// *NotProcessedError; IsRetryable reports it. Built with Go 1.26, so is a
+// stream the server reset with PROTOCOL_ERROR before the response headers
+// (ReasonProtocolReset), because Go 1.26's net/http sends such a request
+// again (protocolreset_go126.go); Go 1.27's does not, and neither does
+// ferry built with it. Only the connection's own failure costs the
+// connection: when legacy x/net refuses a reserved stream of a live
+// connection because it is momentarily full (a stream reset by a cancelled
+// request counts until the server acknowledges the reset), the error is
+// ReasonStreamLimit and the connection stays usable, as net/http keeps it.
+// Every other error is returned exactly as x/net produced it (context
+// errors keep their identity).
 //
 // Tracing: RoundTrip fires httptrace GotConn itself, once per call, with
 // Reused, WasIdle and IdleTime computed as net/http's HTTP/2 pool does. x/net
@@ -59,6 +63,19 @@
 // GotFirstResponseByte, Got100Continue and Got1xxResponse. GetConn, DNS,
 // connect and TLS hooks belong to whoever dialled; net/http never fires
 // PutIdleConn for HTTP/2, and neither does this package.
+//
+// # Where this package differs from net/http on purpose
+//
+// A PROTOCOL_ERROR reset (Go 1.26 builds): net/http 1.26 sends the request
+// again with no limit and no pause for as long as each attempt lands on a
+// new connection, because its count of HTTP/2 retries starts again on every
+// connection (against a loopback server that resets every stream it made
+// 55,774 connections in 4 s for one request). This package only reports
+// the request as retryable; the caller bounds the retries (ferry's
+// transport counts them with its other HTTP/2 retries: at most seven, with
+// net/http's waits of 0, 1, 2, 4 ... 32 seconds between them). Which requests are retried,
+// and the error of one that cannot be (a body without GetBody), are
+// net/http's.
 //
 // # Why x/net/http2, and how to swap it
 //
@@ -84,12 +101,14 @@
 // files are split by mode: inuse_legacy.go marks each kept-alive connection
 // without strict limits as used through x/net's pool path (legacy x/net
 // otherwise delays MarkDead with a pending five-second timer), stopping
-// x/net before the marker takes a stream ID or reservation, so the first
+// x/net before the marker takes a stream ID or a reservation, so the first
 // request goes out on stream 1 as with net/http; inuse_wrapped.go does
-// nothing. fullrefusal_legacy.go and
-// fullrefusal_wrapped.go say whether x/net's "client conn not usable" may
-// mean a live connection that is only full (legacy only). The tests pass on
-// go1.26.8 and go1.27.3.
+// nothing. fullrefusal_legacy.go and fullrefusal_wrapped.go say whether
+// x/net's "client conn not usable" may mean a live connection that is only
+// full (legacy only). One pair is split by toolchain, as net/http's
+// behaviour is: protocolreset_go126.go and protocolreset_go127.go say
+// whether a PROTOCOL_ERROR reset is retryable. The tests pass on go1.26.8
+// and go1.27.3, and with the http2legacy tag.
 //
 // To swap to net/http's ClientConn once it accepts a net.Conn, replace the
 // x/net calls in conn.go and roundtrip.go (NewClientConn, ReserveNewRequest,

@@ -30,6 +30,13 @@ const (
 	// is still usable: the request should take a stream that frees, or
 	// another connection.
 	ReasonStreamLimit
+	// ReasonProtocolReset: the server reset the stream with PROTOCOL_ERROR
+	// before the response headers. The server may have processed the
+	// request: this reason is given only where the toolchain's net/http
+	// sends such a request again (Go 1.26, golang/go#47635; see
+	// protocolreset_go126.go), so that ferry does as net/http does. The
+	// body may have been read.
+	ReasonProtocolReset
 )
 
 func (r Reason) String() string {
@@ -42,13 +49,16 @@ func (r Reason) String() string {
 		return "connection unusable"
 	case ReasonStreamLimit:
 		return "stream limit"
+	case ReasonProtocolReset:
+		return "PROTOCOL_ERROR reset"
 	}
 	return "unknown"
 }
 
-// NotProcessedError is returned by RoundTrip when the server provably did not
-// process the request, so that it is safe to send it again on another
-// connection. Whether its body can be replayed is the caller's rule (no
+// NotProcessedError is returned by RoundTrip when the request may be sent
+// again on another connection: the server provably did not process it, or
+// (ReasonProtocolReset, Go 1.26 builds only) the toolchain's net/http would
+// send it again. Whether its body can be replayed is the caller's rule (no
 // body, http.NoBody, GetBody, or BodyUnread).
 type NotProcessedError struct {
 	// Reason is why the request was not processed.
@@ -62,15 +72,19 @@ type NotProcessedError struct {
 }
 
 func (e *NotProcessedError) Error() string {
+	if e.Reason == ReasonProtocolReset {
+		return "h2conn: stream reset by the server with PROTOCOL_ERROR, retryable as net/http retries it: " + e.Err.Error()
+	}
 	return "h2conn: request not processed (" + e.Reason.String() + "), safe to retry: " + e.Err.Error()
 }
 
 // Unwrap returns the x/net error.
 func (e *NotProcessedError) Unwrap() error { return e.Err }
 
-// IsRetryable reports whether err, from RoundTrip, says that the server did
-// not process the request (a *NotProcessedError anywhere in the chain), so it
-// may be sent again on another connection under the body replay rules.
+// IsRetryable reports whether err, from RoundTrip, says that the request may
+// be sent again on another connection under the body replay rules (a
+// *NotProcessedError anywhere in the chain): the server did not process it,
+// or, for ReasonProtocolReset, net/http would send it again.
 func IsRetryable(err error) bool {
 	var np *NotProcessedError
 	return errors.As(err, &np)
@@ -84,10 +98,14 @@ const (
 	errTextUnusable       = "http2: client conn not usable"
 	errTextGoAway         = "http2: Transport received Server's graceful shutdown GOAWAY"
 	errTextNotEstablished = "http2: client conn could not be established"
+	// errTextFromPeer is the Cause of a StreamError made from an RST_STREAM
+	// the server sent.
+	errTextFromPeer = "received from peer"
 )
 
 // classify wraps a RoundTrip error in *NotProcessedError when the request
-// was not processed, and returns every other error unchanged.
+// was not processed (or, ReasonProtocolReset, is retried by the toolchain's
+// net/http), and returns every other error unchanged.
 func classify(err error) error {
 	if err == nil {
 		return nil
@@ -101,8 +119,14 @@ func classify(err error) error {
 	// A StreamError from net/http's internal copy converts through its As
 	// method, so this matches in both modes.
 	var se http2.StreamError
-	if errors.As(err, &se) && se.Code == http2.ErrCodeRefusedStream {
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch {
+	case se.Code == http2.ErrCodeRefusedStream:
 		return &NotProcessedError{Reason: ReasonRefusedStream, Err: err}
+	case retriesProtocolReset && se.Code == http2.ErrCodeProtocol && se.Cause != nil && se.Cause.Error() == errTextFromPeer:
+		return &NotProcessedError{Reason: ReasonProtocolReset, Err: err}
 	}
 	return err
 }
