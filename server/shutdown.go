@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"sync"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -43,8 +42,12 @@ func (s *Server) stop() running {
 // requests on every protocol to finish, then closes the UDP socket and
 // returns. Functions given to RegisterOnShutdown start when it begins.
 //
-// If ctx ends first, HTTP/3 connections are closed, open TCP connections are
-// left as net/http leaves them (call Close), and ctx's error is returned.
+// If ctx ends first, Shutdown returns ctx's error at once, as net/http's
+// does: HTTP/3 connections are closed (their request contexts are
+// cancelled), open TCP connections are left as net/http leaves them (call
+// Close), and handlers that ignore their context keep running; one
+// goroutine waits in the background for the HTTP/3 ones and exits when they
+// have returned.
 // Shutdown before anything was bound returns nil and makes the Server
 // unusable, as every later call does.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -52,16 +55,28 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if r.inner == nil {
 		return nil
 	}
-	var wg sync.WaitGroup
-	var tcpErr, h3Err error
+	var h3Done chan error
 	if r.h3 != nil {
 		// Refuse new QUIC connections first; established ones get GOAWAY
 		// from http3.Server.Shutdown and finish their requests.
 		r.quicLn.Close()
-		wg.Go(func() { h3Err = r.h3.Shutdown(ctx) })
+		h3Done = make(chan error, 1)
+		// When ctx ends, http3.Server.Shutdown closes the connections and
+		// then waits for every handler to return, however long that takes.
+		// net/http returns at once instead, so this goroutine is not waited
+		// for past ctx: it exits when the last HTTP/3 handler returns.
+		go func() { h3Done <- r.h3.Shutdown(ctx) }()
 	}
-	wg.Go(func() { tcpErr = r.inner.Shutdown(ctx) })
-	wg.Wait()
+	tcpErr := r.inner.Shutdown(ctx)
+	var h3Err error
+	if h3Done != nil {
+		select {
+		case h3Err = <-h3Done:
+		case <-ctx.Done():
+			s.quicConns.closeAll()
+			h3Err = ctx.Err()
+		}
+	}
 	// The TCP listener is not tracked by the http.Server when Serve had not
 	// reached it; closing it after http.Server.Shutdown (never before, or
 	// Serve would report the closed listener as an accept error) covers
