@@ -31,7 +31,17 @@
 //     serving cleartext, or once shutdown has begun.
 //   - Shutdown stops accepting on every listener, sends HTTP/3 GOAWAY, waits
 //     for in-flight requests on all protocols, then returns, leaving no
-//     goroutine behind. Close ends every listener and connection at once;
+//     goroutine behind. As net/http closes idle TCP connections, it closes
+//     (H3_NO_ERROR) every HTTP/3 connection that has had no handler running
+//     for 5 s, counted from the connection's start or its last handler's
+//     return, so a client that ignores GOAWAY cannot hold it. The 5 s are
+//     net/http's allowance for a new connection; a used one gets them too
+//     because closing a QUIC connection drops response data not yet
+//     acknowledged. "Running" starts when the handler is called: a request
+//     whose header is still arriving does not count. If its context ends
+//     first, Shutdown returns the context's error at once, as net/http's;
+//     HTTP/3 handlers still running finish in the background, as after
+//     Close. Close ends every listener and connection at once;
 //     like net/http's it does not wait for handlers, so one goroutine waits
 //     in the background for HTTP/3 handlers still running (their contexts
 //     are cancelled) and exits when they return.

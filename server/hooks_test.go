@@ -163,8 +163,8 @@ func TestHTTP3Limits(t *testing.T) {
 	if h3.IdleTimeout != 5*time.Second {
 		t.Errorf("HTTP/3 idle timeout %v, want ReadTimeout (5s) when IdleTimeout is zero", h3.IdleTimeout)
 	}
-	if _, ok := h3.Handler.(*deadlineHandler); !ok {
-		t.Errorf("HTTP/3 handler %T does not set per-request deadlines", h3.Handler)
+	if hh, ok := h3.Handler.(*h3Handler); !ok || hh.read != 5*time.Second || hh.write != 4*time.Second {
+		t.Errorf("HTTP/3 handler %#v does not set per-request deadlines from ReadTimeout/WriteTimeout", h3.Handler)
 	}
 }
 

@@ -50,11 +50,8 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	if idle == 0 {
 		idle = inner.ReadTimeout // net/http's rule for a zero IdleTimeout
 	}
-	if inner.ReadTimeout > 0 || inner.WriteTimeout > 0 {
-		handler = &deadlineHandler{next: handler, read: inner.ReadTimeout, write: inner.WriteTimeout}
-	}
 	h3 := &http3.Server{
-		Handler:        handler,
+		Handler:        &h3Handler{next: handler, read: inner.ReadTimeout, write: inner.WriteTimeout},
 		MaxHeaderBytes: inner.MaxHeaderBytes,
 		IdleTimeout:    idle,
 		Logger:         newErrorLogger(inner.ErrorLog),
@@ -62,7 +59,7 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	userConnContext := inner.ConnContext
 	connState := inner.ConnState
 	h3.ConnContext = func(ctx context.Context, c *quic.Conn) context.Context {
-		conns.add(c)
+		ctx = context.WithValue(ctx, activityKey{}, conns.add(c))
 		ctx = context.WithValue(ctx, http.ServerContextKey, inner)
 		qc := &QUICConn{conn: c}
 		if connState != nil {
@@ -80,10 +77,12 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	return h3
 }
 
-// deadlineHandler gives each HTTP/3 request the read and write deadlines
-// net/http gives a TCP connection per request (ReadTimeout, WriteTimeout),
-// set on the request stream before the handler runs.
-type deadlineHandler struct {
+// h3Handler runs every HTTP/3 request: it counts the request on its
+// connection (for Shutdown's idle closing) and gives it the read and write
+// deadlines net/http gives a TCP connection per request (ReadTimeout,
+// WriteTimeout; zero sets none), on the request stream before the handler
+// runs.
+type h3Handler struct {
 	next        http.Handler
 	read, write time.Duration
 }
@@ -93,14 +92,20 @@ type streamDeadlines interface {
 	SetWriteDeadline(time.Time) error
 }
 
-func (h *deadlineHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if d, ok := w.(streamDeadlines); ok {
-		now := time.Now()
-		if h.read > 0 {
-			_ = d.SetReadDeadline(now.Add(h.read))
-		}
-		if h.write > 0 {
-			_ = d.SetWriteDeadline(now.Add(h.write))
+func (h *h3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a, ok := r.Context().Value(activityKey{}).(*connActivity); ok {
+		a.begin()
+		defer a.end()
+	}
+	if h.read > 0 || h.write > 0 {
+		if d, ok := w.(streamDeadlines); ok {
+			now := time.Now()
+			if h.read > 0 {
+				_ = d.SetReadDeadline(now.Add(h.read))
+			}
+			if h.write > 0 {
+				_ = d.SetWriteDeadline(now.Add(h.write))
+			}
 		}
 	}
 	h.next.ServeHTTP(w, r)

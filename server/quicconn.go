@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -51,41 +49,3 @@ func (c *QUICConn) SetReadDeadline(time.Time) error { return errQUICView }
 
 // SetWriteDeadline fails; see SetDeadline.
 func (c *QUICConn) SetWriteDeadline(time.Time) error { return errQUICView }
-
-// quicConns is the set of open HTTP/3 connections, so that Close can end
-// them with CONNECTION_CLOSE (closing the quic.Transport alone drops them
-// silently, and clients would wait for their idle timeout). It costs a map
-// insert and delete per connection, nothing per request.
-type quicConns struct {
-	mu    sync.Mutex // guards conns
-	conns map[*quic.Conn]struct{}
-}
-
-// add records c until its context ends (the connection closed).
-func (q *quicConns) add(c *quic.Conn) {
-	q.mu.Lock()
-	if q.conns == nil {
-		q.conns = make(map[*quic.Conn]struct{})
-	}
-	q.conns[c] = struct{}{}
-	q.mu.Unlock()
-	context.AfterFunc(c.Context(), func() {
-		q.mu.Lock()
-		delete(q.conns, c)
-		q.mu.Unlock()
-	})
-}
-
-// closeAll closes every recorded connection with H3_NO_ERROR; the closes
-// run outside the lock.
-func (q *quicConns) closeAll() {
-	q.mu.Lock()
-	open := make([]*quic.Conn, 0, len(q.conns))
-	for c := range q.conns {
-		open = append(open, c)
-	}
-	q.mu.Unlock()
-	for _, c := range open {
-		c.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
-	}
-}

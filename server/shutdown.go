@@ -40,7 +40,9 @@ func (s *Server) stop() running {
 // the TCP listener and the QUIC listener (new connections are refused),
 // sends HTTP/3 GOAWAY, closes idle TCP connections, waits for in-flight
 // requests on every protocol to finish, then closes the UDP socket and
-// returns. Functions given to RegisterOnShutdown start when it begins.
+// returns. An HTTP/3 connection the client keeps open is closed once it has
+// had no handler running for 5 seconds (see the package contract).
+// Functions given to RegisterOnShutdown start when it begins.
 //
 // If ctx ends first, Shutdown returns ctx's error at once, as net/http's
 // does: HTTP/3 connections are closed (their request contexts are
@@ -66,6 +68,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// net/http returns at once instead, so this goroutine is not waited
 		// for past ctx: it exits when the last HTTP/3 handler returns.
 		go func() { h3Done <- r.h3.Shutdown(ctx) }()
+		// GOAWAY alone leaves a connection open until the client closes it;
+		// close those left idle, as net/http closes idle connections.
+		s.quicConns.drain()
 	}
 	tcpErr := r.inner.Shutdown(ctx)
 	var h3Err error

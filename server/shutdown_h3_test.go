@@ -2,11 +2,17 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 )
 
 // contextDeafHandler ignores its request context: it answers only when
@@ -58,5 +64,104 @@ func TestShutdownContextEndsWhileHandlerIgnoresIt(t *testing.T) {
 				<-done
 			}
 		})
+	}
+}
+
+// TestShutdownClosesIdleClients checks that Shutdown does not wait for a
+// client that keeps its connection open without a request in flight: a
+// client that connected and never sent a request, and an HTTP/3 client that
+// made one request and ignores GOAWAY. net/http closes such TCP connections
+// (the control row: a new connection counts idle after 5s); HTTP/3 ones are
+// closed after drainIdleAfter without a running handler. Both QUIC clients
+// keep the connection alive with PINGs, so only the server can end it.
+func TestShutdownClosesIdleClients(t *testing.T) {
+	// drainIdleAfter (5s) plus slack; this bound only tells a hang (until
+	// the context ends) from a pass.
+	const patience = 15 * time.Second
+	quicDial := func(t *testing.T, addr string) *quic.Conn {
+		conn, err := quic.DialAddr(context.Background(), addr,
+			&tls.Config{RootCAs: testCert.Pool, NextProtos: []string{http3.NextProtoH3}},
+			&quic.Config{KeepAlivePeriod: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	rows := []struct {
+		name string
+		// connect leaves one idle client connected to addr and returns its
+		// close.
+		connect func(t *testing.T, addr string) (closeConn func())
+	}{
+		{"TCP never used", func(t *testing.T, addr string) func() {
+			c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: testCert.Pool, NextProtos: []string{"http/1.1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { c.Close() }
+		}},
+		{"HTTP/3 never used", func(t *testing.T, addr string) func() {
+			conn := quicDial(t, addr)
+			// The server's control stream (its SETTINGS) shows that the
+			// server has taken the connection; the stream is not read
+			// further, so its GOAWAY goes unseen.
+			if _, err := conn.AcceptUniStream(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return func() { conn.CloseWithError(0, "") }
+		}},
+		{"HTTP/3 after a request, GOAWAY ignored", func(t *testing.T, addr string) func() {
+			conn := quicDial(t, addr)
+			// A raw client conn whose unidirectional streams are never
+			// handed to it: it does not see the server's GOAWAY.
+			cc := (&http3.Transport{}).NewRawClientConn(conn)
+			req, _ := http.NewRequest("GET", "https://"+addr+"/", nil)
+			resp, err := cc.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || string(b) != string(h3) {
+				t.Fatalf("request before going idle: %q, %v", b, err)
+			}
+			return func() { conn.CloseWithError(0, "") }
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
+			st := startTLS(t, &http.Server{Handler: echoProto}, nil)
+			closeConn := row.connect(t, net.JoinHostPort("127.0.0.1", st.port))
+			defer closeConn()
+			ctx, cancel := context.WithTimeout(context.Background(), patience)
+			defer cancel()
+			if err := st.srv.Shutdown(ctx); err != nil {
+				t.Fatalf("Shutdown with one idle client: %v, want nil", err)
+			}
+		})
+	}
+}
+
+// TestShutdownKeepsBusyHTTP3Connections checks that the idle closing never
+// takes a connection with a handler running: with the allowance cut to
+// 1ms, a request in flight while Shutdown waits still completes.
+func TestShutdownKeepsBusyHTTP3Connections(t *testing.T) {
+	h := newBlockingHandler()
+	st := startTLS(t, &http.Server{Handler: h}, func(s *Server) { s.quicConns.idleAfter = time.Millisecond })
+	inFlight := fetch(newClient(t, h3), st.url("/"))
+	<-h.entered
+	shutdownDone := make(chan error, 1)
+	go func() { shutdownDone <- st.srv.Shutdown(context.Background()) }()
+	// Once Serve has returned Shutdown is under way; the pause gives a
+	// wrong 1ms closing ample time to act.
+	st.waitServe()
+	time.Sleep(100 * time.Millisecond)
+	close(h.release)
+	if r := <-inFlight; r.err != nil || r.status != 200 || r.body != "done" {
+		t.Fatalf("request in flight during Shutdown: %+v, want 200 \"done\"", r)
+	}
+	if err := <-shutdownDone; err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }
