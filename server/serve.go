@@ -65,16 +65,6 @@ func (s *Server) prepare(useTLS, withH3 bool, certFile, keyFile string) (*plan, 
 			p.inner.Handler = &altSvcHandler{s: s, next: handler}
 		}
 	}
-	s.mu.Lock()
-	hooks := append([]func(){}, s.onShutdown...)
-	keepAlives := s.keepAlives
-	s.mu.Unlock()
-	for _, f := range hooks {
-		p.inner.RegisterOnShutdown(f)
-	}
-	if keepAlives != nil {
-		p.inner.SetKeepAlivesEnabled(*keepAlives)
-	}
 	return p, nil
 }
 
@@ -233,6 +223,12 @@ func (s *Server) adopt(p *plan, tcp net.Listener, udp net.PacketConn) error {
 	s.tcp, s.udp = ln, udp
 	s.inner, s.h3, s.useTLS = p.inner, p.h3, p.useTLS
 	s.transport, s.quicLn = tr, qln
+	if s.keepAlives != nil {
+		// Applied under mu so that a SetKeepAlivesEnabled racing with this
+		// start cannot be overtaken by an older value. Not blocking: inner
+		// has no connection to close yet, Serve has not been called.
+		s.inner.SetKeepAlivesEnabled(*s.keepAlives)
+	}
 	s.mu.Unlock()
 	return nil
 }

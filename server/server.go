@@ -88,7 +88,7 @@ type Server struct {
 	h3         *http3.Server  // serves HTTP/3; nil without it
 	transport  *quic.Transport
 	quicLn     http3.QUICListener
-	onShutdown []func()
+	onShutdown []func()      // appended only, so a copy of the slice header is a stable snapshot
 	keepAlives *bool         // last SetKeepAlivesEnabled value, nil if never called
 	serveDone  chan struct{} // closed when Serve's HTTP/3 goroutine ended
 }
@@ -148,21 +148,29 @@ func (s *Server) AltSvc() string {
 	return ""
 }
 
-// RegisterOnShutdown registers f to run, in its own goroutine, when Shutdown
-// starts (as http.Server.RegisterOnShutdown). Functions registered on the
-// wrapped *http.Server before Wrap are not visible to the wrapper.
+// RegisterOnShutdown registers f to run, in its own goroutine, each time
+// Shutdown is called, whether or not the Server was serving (as
+// http.Server.RegisterOnShutdown). Close does not run it. Functions
+// registered on the wrapped *http.Server are not visible to the wrapper.
 func (s *Server) RegisterOnShutdown(f func()) {
 	s.mu.Lock()
 	s.onShutdown = append(s.onShutdown, f)
-	inner := s.inner
 	s.mu.Unlock()
-	if inner != nil {
-		inner.RegisterOnShutdown(f)
+}
+
+// runOnShutdown starts every function given to RegisterOnShutdown.
+func (s *Server) runOnShutdown() {
+	s.mu.Lock()
+	hooks := s.onShutdown
+	s.mu.Unlock()
+	for _, f := range hooks {
+		go f()
 	}
 }
 
 // SetKeepAlivesEnabled forwards to the TCP server's SetKeepAlivesEnabled;
-// it may be called before or while serving. HTTP/3 has no equivalent.
+// it may be called at any time, the last value applying once serving
+// starts. HTTP/3 has no equivalent.
 func (s *Server) SetKeepAlivesEnabled(v bool) {
 	s.mu.Lock()
 	s.keepAlives = &v

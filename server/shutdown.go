@@ -50,10 +50,12 @@ func (s *Server) stop() running {
 // Close), and handlers that ignore their context keep running; one
 // goroutine waits in the background for the HTTP/3 ones and exits when they
 // have returned.
-// Shutdown before anything was bound returns nil and makes the Server
-// unusable, as every later call does.
+// Shutdown before anything was bound starts the RegisterOnShutdown
+// functions, returns nil and makes the Server unusable, as every later call
+// does.
 func (s *Server) Shutdown(ctx context.Context) error {
 	r := s.stop()
+	s.runOnShutdown()
 	if r.inner == nil {
 		return nil
 	}
