@@ -16,7 +16,8 @@
 //     kernel gave TCP (retrying a few times with a fresh TCP port when the
 //     port was chosen by the kernel and that UDP port is taken). HTTP/3 uses
 //     quic-go's http3.Server with the same handler and the equivalent limits:
-//     MaxHeaderBytes, IdleTimeout (ReadTimeout when zero, as net/http does),
+//     MaxHeaderBytes as net/http's HTTP/2 server enforces it (plus 320
+//     bytes, each field counted as name + value + 32), IdleTimeout (ReadTimeout when zero, as net/http does),
 //     the TLS handshake bounded like net/http's (the smallest of
 //     ReadHeaderTimeout/ReadTimeout/WriteTimeout), per-request read/write
 //     deadlines from ReadTimeout/WriteTimeout, a clone of TLSConfig with ALPN

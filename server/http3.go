@@ -43,6 +43,21 @@ func quicConfig(user *quic.Config, hs *http.Server) *quic.Config {
 	return cfg
 }
 
+// h3MaxHeaderBytes is the HTTP/3 header limit for an http.Server's
+// MaxHeaderBytes n: the limit net/http's HTTP/2 server enforces, n
+// (http.DefaultMaxHeaderBytes when n <= 0) plus 320 bytes, the RFC's 32
+// bytes of per-field overhead for ten typical fields. HTTP/2 and quic-go
+// both count each field as name + value + 32, so a header block HTTP/2
+// accepts is accepted over HTTP/3 too. (HTTP/1.1 reads up to n + 4096
+// bytes of raw header.)
+func h3MaxHeaderBytes(n int) int {
+	const perFieldOverhead, typicalFields = 32, 10
+	if n <= 0 {
+		n = http.DefaultMaxHeaderBytes
+	}
+	return n + typicalFields*perFieldOverhead
+}
+
 // newHTTP3Server builds the HTTP/3 server equivalent to inner, the private
 // copy of the user's http.Server that serves TCP.
 func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) *http3.Server {
@@ -52,7 +67,7 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	}
 	h3 := &http3.Server{
 		Handler:        &h3Handler{next: handler, read: inner.ReadTimeout, write: inner.WriteTimeout},
-		MaxHeaderBytes: inner.MaxHeaderBytes,
+		MaxHeaderBytes: h3MaxHeaderBytes(inner.MaxHeaderBytes),
 		IdleTimeout:    idle,
 		Logger:         newErrorLogger(inner.ErrorLog),
 	}
