@@ -36,7 +36,7 @@ func TestMaxHeaderBytesMatchesHTTP2(t *testing.T) {
 		wantH11 bool
 	}{
 		{3000, true, true},
-		{4000, true, true}, // within MaxHeaderBytes + 320 with the client's other fields
+		{4000, true, true},  // within MaxHeaderBytes + 320 with the client's other fields
 		{5000, false, true}, // beyond HTTP/2's limit, within HTTP/1.1's
 	}
 	for _, row := range rows {
