@@ -17,15 +17,18 @@
 //     port was chosen by the kernel and that UDP port is taken). HTTP/3 uses
 //     quic-go's http3.Server with the same handler and the equivalent limits:
 //     MaxHeaderBytes as net/http's HTTP/2 server enforces it (plus 320
-//     bytes, each field counted as name + value + 32), IdleTimeout (ReadTimeout when zero, as net/http does),
-//     the TLS handshake bounded like net/http's (the smallest of
-//     ReadHeaderTimeout/ReadTimeout/WriteTimeout), per-request read/write
-//     deadlines from ReadTimeout/WriteTimeout, a clone of TLSConfig with ALPN
-//     "h3", BaseContext (its values; it is called once for the UDP socket
-//     with a net.Listener view of it), ConnContext (given a *QUICConn),
-//     ConnState (StateNew and StateClosed per QUIC connection; HTTP/3 has no
-//     per-connection Active/Idle) and ErrorLog. Request contexts carry
-//     http.ServerContextKey on every protocol.
+//     bytes, each field counted as name + value + 32), IdleTimeout
+//     (ReadTimeout when zero, as net/http does), the TLS handshake bounded
+//     like net/http's (the smallest of ReadHeaderTimeout/ReadTimeout/
+//     WriteTimeout), per-request read/write deadlines from
+//     ReadTimeout/WriteTimeout, a clone of TLSConfig with ALPN "h3",
+//     BaseContext (called once for the UDP socket with a net.Listener view
+//     of it; its values reach every request, and cancelling it cancels the
+//     request contexts as over TCP, without closing QUIC connections),
+//     ConnContext (given a *QUICConn), ConnState (StateNew and StateClosed
+//     per QUIC connection; HTTP/3 has no per-connection Active/Idle) and
+//     ErrorLog. Request contexts carry http.ServerContextKey on every
+//     protocol.
 //   - While HTTP/3 is listening, every TCP response carries
 //     `Alt-Svc: h3=":PORT"; ma=N` (set before the handler runs, so a handler
 //     may change or delete it). It is not sent when HTTP/3 is disabled, when

@@ -74,6 +74,7 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	userConnContext := inner.ConnContext
 	connState := inner.ConnState
 	h3.ConnContext = func(ctx context.Context, c *quic.Conn) context.Context {
+		ctx = cancelWithBase(ctx)
 		ctx = context.WithValue(ctx, activityKey{}, conns.add(c))
 		ctx = context.WithValue(ctx, http.ServerContextKey, inner)
 		qc := &QUICConn{conn: c}
@@ -128,19 +129,47 @@ func (h *h3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // baseValues is a QUIC connection's context (which quic-go cancels when the
 // connection closes) that also answers Value from the http.Server's
-// BaseContext. Only the values are taken from the base: cancelling it does
-// not cancel QUIC connections, because quic-go reads a cancelled connection
-// context as a closed connection.
+// BaseContext. Only the values are taken here: cancelling the base must not
+// cancel the QUIC connection's context, because quic-go reads that as the
+// connection closing. Cancellation reaches requests through
+// cancelWithBase instead, a layer above.
 type baseValues struct {
 	context.Context
 	base context.Context
 }
 
+// baseKey is the context key under which baseValues answers with the base
+// context itself.
+type baseKey struct{}
+
 func (c baseValues) Value(key any) any {
+	if key == (baseKey{}) {
+		return c.base
+	}
 	if v := c.Context.Value(key); v != nil {
 		return v
 	}
 	return c.base.Value(key)
+}
+
+// cancelWithBase returns ctx, an HTTP/3 connection's context as given to
+// http3.Server.ConnContext, cancelled also when the BaseContext is, so that
+// request contexts (which quic-go derives from it) end as net/http's do.
+// The QUIC connection's own context is left alone. It costs, per
+// connection, a cancelable context and two context.AfterFunc
+// registrations, released when the connection ends; nothing when the base
+// cannot be cancelled.
+func cancelWithBase(ctx context.Context) context.Context {
+	base, ok := ctx.Value(baseKey{}).(context.Context)
+	if !ok || base.Done() == nil {
+		return ctx
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stopBase := context.AfterFunc(base, cancel)
+	// ctx ends with the connection too (it derives from conn.Context());
+	// then the registration on the long-lived base is released.
+	context.AfterFunc(ctx, func() { stopBase() })
+	return ctx
 }
 
 // packetListener presents the UDP socket as a net.Listener for
