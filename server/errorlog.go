@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"net/http"
+	"runtime"
 	"strings"
 )
 
@@ -66,4 +68,27 @@ func (h *errorLogHandler) WithGroup(name string) slog.Handler {
 	}
 	n.group = name
 	return &n
+}
+
+// logPanic, deferred by the HTTP/3 handler, logs a handler's panic the way
+// net/http does ("http3: panic serving ADDR: VALUE" and the stack; nothing
+// for http.ErrAbortHandler), then panics with http.ErrAbortHandler so that
+// quic-go resets the stream without logging it a second time.
+func (h *h3Handler) logPanic(r *http.Request) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if p != http.ErrAbortHandler {
+		const size = 64 << 10 // as net/http
+		buf := make([]byte, size)
+		buf = buf[:runtime.Stack(buf, false)]
+		msg := fmt.Sprintf("http3: panic serving %v: %v\n%s", r.RemoteAddr, p, buf)
+		if h.errorLog != nil {
+			h.errorLog.Print(msg)
+		} else {
+			log.Print(msg)
+		}
+	}
+	panic(http.ErrAbortHandler)
 }

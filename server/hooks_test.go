@@ -168,24 +168,40 @@ func TestHTTP3Limits(t *testing.T) {
 	}
 }
 
-// TestErrorLogReceivesHTTP3 checks that HTTP/3 failures (a panicking
-// handler) are reported to the http.Server's ErrorLog.
-func TestErrorLogReceivesHTTP3(t *testing.T) {
-	var buf testpeer.SyncBuffer
-	hs := &http.Server{
-		ErrorLog: log.New(&buf, "test: ", 0),
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			panic("boom")
-		}),
-	}
-	st := startTLS(t, hs, nil)
-	resp, err := newClient(t, h3).Get(st.url("/"))
-	if err == nil {
-		resp.Body.Close()
-	}
-	st.srv.Close()
-	st.waitServe()
-	if !strings.Contains(buf.String(), "test: http3:") || !strings.Contains(buf.String(), "boom") {
-		t.Fatalf("ErrorLog got %q, want the HTTP/3 panic", buf.String())
+// TestErrorLogReceivesHandlerPanic checks that a panicking handler is
+// reported to the http.Server's ErrorLog on every protocol in net/http's
+// shape: "PREFIX: panic serving ADDR: VALUE" and the stack, the prefix
+// naming the protocol as net/http's HTTP/2 server does ("http2:").
+func TestErrorLogReceivesHandlerPanic(t *testing.T) {
+	for _, row := range []struct {
+		p      protocol
+		prefix string
+	}{
+		{h1, "http: "}, {h2, "http2: "}, {h3, "http3: "},
+	} {
+		t.Run(string(row.p), func(t *testing.T) {
+			var buf testpeer.SyncBuffer
+			hs := &http.Server{
+				ErrorLog: log.New(&buf, "test: ", 0),
+				Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					panic("boom")
+				}),
+			}
+			st := startTLS(t, hs, nil)
+			resp, err := newClient(t, row.p).Get(st.url("/"))
+			if err == nil {
+				resp.Body.Close()
+			}
+			st.srv.Close()
+			st.waitServe()
+			got := buf.String()
+			want := "test: " + row.prefix + "panic serving 127.0.0.1:"
+			if !strings.HasPrefix(got, want) || !strings.Contains(got, ": boom\ngoroutine ") {
+				t.Fatalf("ErrorLog got %q, want %q...\": boom\" and the stack", got, want)
+			}
+			if strings.Count(got, "panic serving") != 1 {
+				t.Fatalf("ErrorLog got %q, want the panic once", got)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"log"
 	"net"
 	"net/http"
 	"time"
@@ -66,7 +67,10 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 		idle = inner.ReadTimeout // net/http's rule for a zero IdleTimeout
 	}
 	h3 := &http3.Server{
-		Handler:        &h3Handler{next: handler, read: inner.ReadTimeout, write: inner.WriteTimeout},
+		Handler: &h3Handler{
+			next: handler, read: inner.ReadTimeout, write: inner.WriteTimeout,
+			errorLog: inner.ErrorLog,
+		},
 		MaxHeaderBytes: h3MaxHeaderBytes(inner.MaxHeaderBytes),
 		IdleTimeout:    idle,
 		Logger:         newErrorLogger(inner.ErrorLog),
@@ -94,13 +98,14 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 }
 
 // h3Handler runs every HTTP/3 request: it counts the request on its
-// connection (for Shutdown's idle closing) and gives it the read and write
+// connection (for Shutdown's idle closing), gives it the read and write
 // deadlines net/http gives a TCP connection per request (ReadTimeout,
-// WriteTimeout; zero sets none), on the request stream before the handler
-// runs.
+// WriteTimeout; zero sets none) on the request stream before the handler
+// runs, and logs a handler's panic as net/http does.
 type h3Handler struct {
 	next        http.Handler
 	read, write time.Duration
+	errorLog    *log.Logger // nil: the log package's standard logger
 }
 
 type streamDeadlines interface {
@@ -109,6 +114,7 @@ type streamDeadlines interface {
 }
 
 func (h *h3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer h.logPanic(r)
 	if a, ok := r.Context().Value(activityKey{}).(*connActivity); ok {
 		a.begin()
 		defer a.end()
