@@ -29,6 +29,15 @@
 //     per QUIC connection; HTTP/3 has no per-connection Active/Idle) and
 //     ErrorLog. Request contexts carry http.ServerContextKey on every
 //     protocol.
+//   - Known limit: ReadHeaderTimeout (and ReadTimeout) do not bound the time
+//     an HTTP/3 client takes to send a request's header. quic-go's
+//     http3.Server reads the HEADERS frame before any code of ours sees the
+//     stream, so a client that sends part of a header and keeps its
+//     connection alive holds that stream and a goroutine until it goes away,
+//     Close, or Shutdown closing the connection once no handler runs on it;
+//     at most quic.Config.MaxIncomingStreams (100 by default) such streams
+//     per connection. Over HTTP/3, ReadTimeout bounds reading the body, from
+//     the handler's start.
 //   - While HTTP/3 is listening, every TCP response carries
 //     `Alt-Svc: h3=":PORT"; ma=N` (set before the handler runs, so a handler
 //     may change or delete it). It is not sent when HTTP/3 is disabled, when
@@ -45,10 +54,10 @@
 //     whose header is still arriving does not count. If its context ends
 //     first, Shutdown returns the context's error at once, as net/http's;
 //     HTTP/3 handlers still running finish in the background, as after
-//     Close. Close ends every listener and connection at once;
-//     like net/http's it does not wait for handlers, so one goroutine waits
-//     in the background for HTTP/3 handlers still running (their contexts
-//     are cancelled) and exits when they return.
+//     Close. Close ends every listener and connection at once; like
+//     net/http's it does not wait for handlers, so one goroutine waits in
+//     the background for HTTP/3 handlers still running (their contexts are
+//     cancelled) and exits when they return.
 //   - ListenerOptions are applied once to each accepted TCP connection, on
 //     the accepting goroutine, through a sockopt.Guard; nothing is applied per
 //     request. ReusePort sets SO_REUSEPORT on the TCP and UDP sockets before
