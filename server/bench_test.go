@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -180,3 +182,42 @@ func BenchmarkH2Streams(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkH3Handler measures what the wrapper adds to each HTTP/3 request
+// (counting it on its connection, the panic guard): the handler called
+// through h3Handler against the same handler called directly, with a
+// request context shaped like quic-go's (connection values, then a cancel).
+func BenchmarkH3Handler(b *testing.B) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	ctx := context.WithValue(context.Background(), activityKey{}, &connActivity{})
+	ctx = context.WithValue(ctx, http.ServerContextKey, &http.Server{})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req := httptest.NewRequest("GET", "https://example.test/", nil).WithContext(ctx)
+	for _, row := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{"bare", ok},
+		{"wrapped", &h3Handler{next: ok}},
+	} {
+		b.Run(row.name, func(b *testing.B) {
+			w := &statusRecorder{}
+			b.ReportAllocs()
+			for b.Loop() {
+				w.code = 0
+				row.h.ServeHTTP(w, req)
+				if w.code != http.StatusNoContent {
+					b.Fatalf("status %d", w.code)
+				}
+			}
+		})
+	}
+}
+
+// statusRecorder is a ResponseWriter that keeps only the status.
+type statusRecorder struct{ code int }
+
+func (w *statusRecorder) Header() http.Header         { return nil }
+func (w *statusRecorder) Write(p []byte) (int, error) { return len(p), nil }
+func (w *statusRecorder) WriteHeader(code int)        { w.code = code }
