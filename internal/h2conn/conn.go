@@ -28,6 +28,11 @@ type Conn struct {
 	tls    *tls.ConnectionState // nil for cleartext HTTP/2
 	strict bool
 	now    func() time.Time
+	// singleUse: DisableKeepAlives, x/net takes one request only.
+	singleUse bool
+	// pingTimeout bounds the PINGs this package sends itself (judge.go,
+	// peersettings.go): HTTP2Config.PingTimeout, or net/http's default.
+	pingTimeout time.Duration
 
 	// cc is written once, under mu, before NewClientConn returns; after
 	// that it is read without the lock (NewClientConn happens before any
@@ -55,11 +60,18 @@ type Conn struct {
 	dead bool
 	// closed: Close of the x/net connection has been started.
 	closed bool
+	// lastRound: a request after which x/net takes no new stream started
+	// (the one request of a single-use connection, or a request asking to
+	// close the connection); judge.go counts on it instead of x/net's
+	// State.
+	lastRound bool
 
 	// free is the OnStreamFree hook (streamfree.go).
 	free streamFreeHook
 	// peer says whether the server's SETTINGS are known (peersettings.go).
 	peer peerSettings
+	// judge runs the checks of refused streams (judge.go).
+	judge judgeState
 	// inUseHanded: the connection was handed to x/net's pool path once,
 	// for markInUse (watch.go).
 	inUseHanded atomic.Bool
@@ -75,9 +87,13 @@ func NewClientConn(nc net.Conn, cfg Config) (*Conn, error) {
 	if nc == nil {
 		return nil, errors.New("h2conn: nil net.Conn")
 	}
-	c := &Conn{nc: nc, strict: cfg.strict(), now: cfg.Clock, peer: peerSettings{probed: make(chan struct{})}}
+	c := &Conn{nc: nc, strict: cfg.strict(), now: cfg.Clock, singleUse: cfg.DisableKeepAlives,
+		pingTimeout: defaultPingTimeout, peer: newPeerSettings()}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if cfg.HTTP2 != nil && cfg.HTTP2.PingTimeout > 0 {
+		c.pingTimeout = cfg.HTTP2.PingTimeout
 	}
 	if cs, ok := nc.(interface{ ConnectionState() tls.ConnectionState }); ok {
 		st := cs.ConnectionState()
@@ -178,8 +194,15 @@ func (c *Conn) ReserveStream() bool {
 	c.busy--
 	c.unstarted--
 	c.mu.Unlock()
-	if !othersBusy && c.confirmUnusable() && c.markDead() {
-		c.closeNow()
+	if !othersBusy {
+		// None of our streams in use: unusable, or full of streams we
+		// released and x/net still counts (judge.go, which pings a
+		// connection that stays so).
+		if c.unusableNow() {
+			c.die()
+		} else {
+			c.checkLater(true)
+		}
 	}
 	return false
 }
@@ -220,10 +243,9 @@ func (c *Conn) Usable() bool {
 	if busy > 0 || c.cc.CanTakeNewRequest() {
 		return true
 	}
-	if c.confirmUnusable() {
-		if c.markDead() {
-			c.closeNow()
-		}
+	// Judged without waiting for x/net's write lock (judge.go).
+	if c.unusableNow() {
+		c.die()
 		return false
 	}
 	return true
@@ -312,14 +334,15 @@ func (c *Conn) release(checkXnet bool) {
 		c.streamFreed()
 		return
 	}
-	if idle && !dead && checkXnet && !c.cc.CanTakeNewRequest() && c.confirmUnusable() && c.markDead() {
+	if idle && !dead && checkXnet && !c.cc.CanTakeNewRequest() && c.unusableNow() && c.markDead() {
 		c.closeNow()
 	}
 	c.streamFreed()
 }
 
 // confirmUnusable is asked when x/net refuses a new stream although none of
-// ours is in use: the connection is unusable if x/net says it is closing or
+// ours is in use (in legacy mode only on judge.go's checker goroutine: it
+// takes x/net's write lock): the connection is unusable if x/net says it is closing or
 // closed, or if it has nothing in flight either (so it is not merely full).
 // If x/net still finishes streams we already released (a response ended
 // before its request body did), it is only full.

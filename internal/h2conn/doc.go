@@ -21,8 +21,10 @@
 //     connection is usable and RoundTrip waits for a free stream. Before
 //     the server's SETTINGS are known to have arrived (x/net assumes 100
 //     streams until then) a second slot is provisional: its RoundTrip waits
-//     for them and then counts it against the server's real limit, failing
-//     with ReasonStreamLimit (nothing sent) if there is no room.
+//     for them (the ack of a PING probe or another request's response,
+//     at most HTTP2Config.PingTimeout) and then counts it against the
+//     server's real limit, failing with ReasonStreamLimit (nothing sent) if
+//     there is no room.
 //   - OnStreamFree installs a callback (the pool's StreamReleased for the
 //     connection's key) called after each released slot once x/net agrees a
 //     stream is free, and when the connection dies; with it set, a second
@@ -52,9 +54,16 @@
 // connection: when legacy x/net refuses a reserved stream of a live
 // connection because it is momentarily full (a stream reset by a cancelled
 // request counts until the server acknowledges the reset), the error is
-// ReasonStreamLimit and the connection stays usable, as net/http keeps it.
-// Every other error is returned exactly as x/net produced it (context
-// errors keep their identity).
+// ReasonStreamLimit and the connection stays usable. (net/http 1.26 keeps
+// such a connection in its pool but does not wait for it: a request that
+// finds its HTTP/2 connection full gives the connection's MaxConnsPerHost
+// slot back and dials another; ferry's pool makes the request wait for a
+// stream instead.) The judgement never waits for
+// x/net's write lock (judge.go). A connection that stays full with none of
+// its requests in use is pinged when a request finds it so, and given up
+// when the PING goes unanswered for HTTP2Config.PingTimeout. Every other
+// error is returned exactly as x/net produced it (context errors keep
+// their identity).
 //
 // Tracing: RoundTrip fires httptrace GotConn itself, once per call, with
 // Reused, WasIdle and IdleTime computed as net/http's HTTP/2 pool does. x/net
@@ -95,8 +104,9 @@
 //
 // This package relies only on what both modes share: ReserveNewRequest and
 // CanTakeNewRequest (which take no write lock), RoundTrip, Close, Shutdown,
-// Ping, State (only on the rare paths where x/net refused a stream, because
-// in legacy mode it takes the write lock), the MarkDead call of a
+// Ping, State (only where x/net refused a stream, and in legacy mode, where
+// it takes the write lock, only on judge.go's checker goroutine, never on a
+// request's), the MarkDead call of a
 // ClientConnPool (watch.go), and the error texts in errors.go. Two pairs of
 // files are split by mode: inuse_legacy.go marks each kept-alive connection
 // without strict limits as used through x/net's pool path (legacy x/net
@@ -105,7 +115,7 @@
 // request goes out on stream 1 as with net/http; inuse_wrapped.go does
 // nothing. fullrefusal_legacy.go and fullrefusal_wrapped.go say whether
 // x/net's "client conn not usable" may mean a live connection that is only
-// full (legacy only). One pair is split by toolchain, as net/http's
+// full, and whether State takes the write lock (legacy only, both). One pair is split by toolchain, as net/http's
 // behaviour is: protocolreset_go126.go and protocolreset_go127.go say
 // whether a PROTOCOL_ERROR reset is retryable. The tests pass on go1.26.8
 // and go1.27.3, and with the http2legacy tag.

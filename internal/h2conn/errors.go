@@ -27,8 +27,9 @@ const (
 	// reservation, with a stream just reset by a cancelled request (counted
 	// until the server acknowledges the reset) or a server lowering its
 	// limit. Nothing was written and the body was not read. The connection
-	// is still usable: the request should take a stream that frees, or
-	// another connection.
+	// is still usable: the request should wait for a stream that frees, or
+	// take another connection (which is what net/http 1.26 does, giving
+	// the full connection's MaxConnsPerHost slot back; it does not wait).
 	ReasonStreamLimit
 	// ReasonProtocolReset: the server reset the stream with PROTOCOL_ERROR
 	// before the response headers. The server may have processed the

@@ -7,7 +7,13 @@ package h2conn
 // usable" when the connection filled up after the reservation (a stream
 // reset by a cancelled request counts until the server acknowledges the
 // reset, and twice until x/net forgets the stream; a server may lower its
-// limit). Its ClientConnState then says whether the connection is in fact
-// closing (GOAWAY, doNotReuse, single use) or closed (judgeNotProcessed in
-// roundtrip.go).
+// limit). Whether the connection is in fact closing or closed is then
+// judged from what ferry knows, and x/net's ClientConnState is asked on a
+// goroutine of its own (judge.go).
 const refusesReservedWhenFull = true
+
+// stateTakesWriteLock: legacy x/net's ClientConn.State takes the
+// connection's write lock, which a write to a peer that does not read holds
+// for as long as the write is stuck (without WriteByteTimeout, for ever).
+// So State is never called on a request's goroutine (judge.go).
+const stateTakesWriteLock = true

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -87,11 +86,6 @@ func awaitSignal(t *testing.T, what string, ch <-chan struct{}) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
 	}
-}
-
-type roundTripResult struct {
-	resp *http.Response
-	err  error
 }
 
 func TestReservedStreamRefusedOnFullConnKeepsConn(t *testing.T) {
@@ -210,5 +204,102 @@ func TestReservedStreamRefusedOnFullConnKeepsConn(t *testing.T) {
 				t.Fatalf("server saw %d connections, want 1", conns)
 			}
 		})
+	}
+}
+
+// TestRefusalJudgedWithoutWaitingForStuckWrite: the refusal of a reserved
+// stream is caused by another stream's RST_STREAM (and PING) being written;
+// when that write is stuck (a peer that does not read, no
+// WriteByteTimeout), the refused request must not wait for x/net's write
+// lock to ask whether the connection is closing (legacy x/net's State
+// takes it). x/net itself keeps the refused request until the write ends
+// or its context does (its stream cleanup takes the write lock too), so
+// the request's context is cancelled: RoundTrip must then return, and
+// report the refusal (before, it stayed blocked in State).
+func TestRefusalJudgedWithoutWaitingForStuckWrite(t *testing.T) {
+	srv := testpeer.StartH2(t, testpeer.H2Script{
+		Settings: []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 2}},
+		OnHeaders: func(_, stream int, fr *http2.Framer, id uint32) error {
+			if stream > 0 {
+				return testpeer.H2OK(fr, id)
+			}
+			return nil // request A gets no answer
+		},
+	})
+	nc, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc := newGatedConn(nc)
+	t.Cleanup(gc.release)
+	c, err := NewClientConn(gc, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.startProbe()
+	<-c.peer.probed
+	if !c.ReserveStream() || !c.ReserveStream() {
+		t.Fatal("two streams not reserved on a connection allowing 2")
+	}
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	doneA := make(chan roundTripResult, 1)
+	go func() {
+		resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/a", nil).WithContext(ctxA))
+		doneA <- roundTripResult{resp, err}
+	}()
+	waitFor(t, "request A at the server", func() bool { _, n := srv.Counts(); return n == 1 })
+	gc.hold()
+	cancelA()
+	awaitSignal(t, "the reset of request A being written", gc.blocked)
+
+	ctxB, cancelB := context.WithCancel(context.Background())
+	defer cancelB()
+	body := &closeSignalBody{Reader: strings.NewReader("payload"), closed: make(chan struct{})}
+	doneB := make(chan roundTripResult, 1)
+	go func() {
+		req := newRequest(t, "POST", "http://"+srv.Addr()+"/b", nil).WithContext(ctxB)
+		req.Body = body
+		req.ContentLength = int64(len("payload"))
+		resp, err := c.RoundTrip(req)
+		doneB <- roundTripResult{resp, err}
+	}()
+	awaitSignal(t, "x/net refusing request B", body.closed)
+	cancelB()
+	var rb roundTripResult
+	select {
+	case rb = <-doneB:
+	case <-time.After(10 * time.Second):
+		gc.release()
+		<-doneB
+		t.Fatal("request B, refused by x/net and cancelled, stayed inside RoundTrip while another stream's write was stuck")
+	}
+	// x/net sees the refusal and the cancellation both ready: either error.
+	var np *NotProcessedError
+	refused := errors.As(rb.err, &np) && np.Reason == ReasonStreamLimit && np.BodyUnread
+	if !refused && !errors.Is(rb.err, context.Canceled) {
+		t.Fatalf("request B: %v, want a NotProcessedError (stream limit, body unread) or context.Canceled", rb.err)
+	}
+	if !c.Usable() {
+		t.Fatal("a live connection whose write is only slow is no longer usable")
+	}
+	gc.release()
+	if ra := <-doneA; ra.err == nil {
+		ra.resp.Body.Close()
+		t.Fatal("request A answered")
+	}
+	// The check on the side, once the write went through, keeps the
+	// connection: it serves another request.
+	waitFor(t, "a free stream", c.cc.CanTakeNewRequest)
+	if !c.ReserveStream() {
+		t.Fatal("no stream reserved on the connection once it had room")
+	}
+	resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/c", nil))
+	if err != nil {
+		t.Fatalf("request C on the same connection: %v", err)
+	}
+	if got := readAll(t, resp); got != "ok" {
+		t.Fatalf("request C: body %q, want \"ok\"", got)
 	}
 }

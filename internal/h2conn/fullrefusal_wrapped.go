@@ -8,3 +8,8 @@ package h2conn
 // when x/net's ClientConnState does not show it yet (x/net hears of a
 // GOAWAY only when the connection closes).
 const refusesReservedWhenFull = false
+
+// stateTakesWriteLock is false in wrapped mode: ClientConn.State reads
+// net/http's client state under its state mutex, never held across a
+// write, so it may be asked on a request's goroutine.
+const stateTakesWriteLock = false

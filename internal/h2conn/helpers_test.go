@@ -231,3 +231,9 @@ func (p *stallProxy) close() {
 }
 
 var errTest = errors.New("test")
+
+// roundTripResult is what a RoundTrip run on another goroutine returned.
+type roundTripResult struct {
+	resp *http.Response
+	err  error
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 )
 
@@ -37,15 +38,30 @@ import (
 // had the limit been known when it asked. With a hook (a pool that makes
 // requests wait for streams) a second slot is refused instead until the
 // probe ends, and the hook is called then (streamfree.go).
+//
+// A provisional slot waits for whichever proof comes first: the probe's
+// ack or a response to another request of the connection (a server that
+// answers requests but never PINGs must not hold it up). The probe is
+// bounded by HTTP2Config.PingTimeout (15 s by default): a server that
+// neither acknowledges it nor answers a request by then leaves x/net's own
+// view of the limit, which is what net/http goes by; the waiting slots
+// then reserve against it.
 
 // peerSettings records whether the server's SETTINGS are known to have been
 // processed, and runs the probe that finds out.
 type peerSettings struct {
 	settled atomic.Bool // a frame the server sent after its SETTINGS was processed
 	probing atomic.Bool // the probe was started
-	// probed is closed when the probe ends: acked (settled is then true),
-	// or failed because the connection failed or closed.
+	// probed is closed when the probe ends: acked or timed out (settled is
+	// then true), or failed because the connection failed or closed.
 	probed chan struct{}
+	// seen is closed, once (seenOnce), when a response settles it first.
+	seen     chan struct{}
+	seenOnce sync.Once
+}
+
+func newPeerSettings() peerSettings {
+	return peerSettings{probed: make(chan struct{}), seen: make(chan struct{})}
 }
 
 // errStreamLimit is the error inside the *NotProcessedError for a
@@ -64,11 +80,16 @@ func (c *Conn) startProbe() {
 	}
 }
 
-// probePeerSettings pings the server. It ends when the ack arrives or the
-// connection fails or closes, and then tells the OnStreamFree hook so that
-// waiters look again (and take a stream, or find the connection unusable).
+// probePeerSettings pings the server. It ends when the ack arrives, when
+// the ping times out (c.pingTimeout; settled then too, see above) or when
+// the connection fails or closes, and then tells the OnStreamFree hook so
+// that waiters look again (and take a stream, or find the connection
+// unusable).
 func (c *Conn) probePeerSettings() {
-	if err := c.cc.Ping(context.Background()); err == nil {
+	ctx, cancel := context.WithTimeout(context.Background(), c.pingTimeout)
+	err := c.cc.Ping(ctx)
+	cancel()
+	if err == nil || (errors.Is(err, context.DeadlineExceeded) && !c.isDead()) {
 		c.peer.settled.Store(true)
 	}
 	close(c.peer.probed)
@@ -82,6 +103,7 @@ func (c *Conn) probePeerSettings() {
 func (c *Conn) peerFrameSeen() {
 	if !c.peer.settled.Load() {
 		c.peer.settled.Store(true)
+		c.peer.seenOnce.Do(func() { close(c.peer.seen) })
 	}
 }
 
@@ -99,6 +121,7 @@ func (c *Conn) confirmProvisional(req *http.Request) error {
 		ctx := req.Context()
 		select {
 		case <-c.peer.probed:
+		case <-c.peer.seen:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-req.Cancel:
@@ -111,7 +134,8 @@ func (c *Conn) confirmProvisional(req *http.Request) error {
 	if c.cc.ReserveNewRequest() {
 		return nil
 	}
-	if c.isDead() || c.confirmUnusable() {
+	// Judged without waiting for x/net's write lock (judge.go).
+	if c.unusableNow() {
 		return &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: errNoSlot}
 	}
 	return &NotProcessedError{Reason: ReasonStreamLimit, BodyUnread: true, Err: errStreamLimit}

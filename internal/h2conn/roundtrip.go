@@ -7,6 +7,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"reflect"
+	"strings"
 	"sync/atomic"
 )
 
@@ -56,6 +57,9 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	reused := c.rounds > 0
 	c.rounds++
+	if c.singleUse || asksToClose(req) {
+		c.lastRound = true
+	}
 	wasIdle := reused && c.busy == 1
 	idleSince := c.idleSince
 	c.mu.Unlock()
@@ -105,19 +109,39 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 // sent with the reset (and is counted twice until x/net has forgotten the
 // stream), and a server may lower SETTINGS_MAX_CONCURRENT_STREAMS. Such a
 // connection is alive and keeps its streams: the request is reported as
-// ReasonStreamLimit (nothing was sent, so the caller finds a stream
-// elsewhere or waits for one, as net/http's pool would) and the
-// connection stays usable. Only a connection confirmed unusable is marked
-// dead (fullrefusal_legacy.go; in wrapped mode the error always means
-// that).
+// ReasonStreamLimit (nothing was sent, so the caller waits for a stream or
+// takes another connection) and the connection stays usable. The
+// judgement never waits for x/net's write lock, which the reset being
+// written may hold for long (judge.go): a connection ferry does not know
+// to be unusable is taken as full, and checked on a goroutine of its own,
+// which marks it dead if x/net says it is closing or closed. Strict limits
+// make x/net wait for a stream instead of refusing, and so does wrapped
+// x/net: there the error always means a dead connection.
 func (c *Conn) judgeNotProcessed(np *NotProcessedError) {
 	switch {
 	case np.Reason == ReasonRefusedStream:
-	case np.Reason == ReasonConnUnusable && refusesReservedWhenFull && !c.isDead() && !c.confirmUnusable():
+	case np.Reason == ReasonConnUnusable && refusesReservedWhenFull && !c.strict && !c.unusableNow():
 		np.Reason = ReasonStreamLimit
 	default:
 		c.markDead()
 	}
+}
+
+// asksToClose reports whether req asks to close the connection after it
+// (Request.Close or a "close" token in Connection), after which x/net takes
+// no new stream on the connection.
+func asksToClose(req *http.Request) bool {
+	if req.Close {
+		return true
+	}
+	for _, v := range req.Header["Connection"] {
+		for _, tok := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "close") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // xnetNoBody is the type of x/net's (unexported) empty response body; on

@@ -22,21 +22,33 @@ type H2Script struct {
 	// 1, ... in accept order), the stream-th request of that connection.
 	// An error ends the connection. Nil ignores requests.
 	OnHeaders func(conn, stream int, fr *http2.Framer, streamID uint32) error
+	// NoPingAck: PING frames are never acknowledged (a server that answers
+	// requests but not PINGs).
+	NoPingAck bool
+	// MutePingsAfterReset: once a connection has read an RST_STREAM, its
+	// PING frames are no longer acknowledged (a client's reset then stays
+	// unconfirmed).
+	MutePingsAfterReset bool
+	// OnReset, when set, is told of each RST_STREAM read on connection
+	// conn, after it was counted.
+	OnReset func(conn int, streamID uint32)
 }
 
 // H2Server is an in-process cleartext HTTP/2 server written with x/net's
 // Framer, for the frames real servers rarely send on demand (REFUSED_STREAM,
 // GOAWAY naming an earlier stream, SETTINGS late or allowing no stream). It
-// acknowledges SETTINGS and PING frames and hands HEADERS to the script;
-// everything else is read and ignored.
+// acknowledges SETTINGS and PING frames (unless the script mutes PINGs) and
+// hands HEADERS to the script; everything else is read and ignored.
 type H2Server struct {
 	ln     net.Listener
 	script H2Script
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex // guards conns and streams
+	mu      sync.Mutex // guards conns, streams, pings and resets
 	conns   []net.Conn
 	streams int
+	pings   int // PING frames read (not acks)
+	resets  int // RST_STREAM frames read
 }
 
 // StartH2 starts an H2Server on a loopback port; the test's cleanup closes
@@ -54,6 +66,14 @@ func StartH2(t testing.TB, script H2Script) *H2Server {
 	go s.accept()
 	t.Cleanup(s.close)
 	return s
+}
+
+// PingsAndResets reports the PING frames (acks not counted) and the
+// RST_STREAM frames the server read, over all connections.
+func (s *H2Server) PingsAndResets() (pings, resets int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pings, s.resets
 }
 
 // Addr is the server's "127.0.0.1:port".
@@ -97,6 +117,7 @@ func (s *H2Server) serve(n int, c net.Conn) {
 	if fr.WriteSettings(s.script.Settings...) != nil {
 		return
 	}
+	mutePings := s.script.NoPingAck
 	for k := 0; ; {
 		f, err := fr.ReadFrame()
 		if err != nil {
@@ -108,8 +129,24 @@ func (s *H2Server) serve(n int, c net.Conn) {
 				return
 			}
 		case *http2.PingFrame:
-			if !f.IsAck() && fr.WritePing(true, f.Data) != nil {
+			if f.IsAck() {
+				continue
+			}
+			s.mu.Lock()
+			s.pings++
+			s.mu.Unlock()
+			if !mutePings && fr.WritePing(true, f.Data) != nil {
 				return
+			}
+		case *http2.RSTStreamFrame:
+			s.mu.Lock()
+			s.resets++
+			s.mu.Unlock()
+			if s.script.MutePingsAfterReset {
+				mutePings = true
+			}
+			if s.script.OnReset != nil {
+				s.script.OnReset(n, f.StreamID)
 			}
 		case *http2.HeadersFrame:
 			s.mu.Lock()
