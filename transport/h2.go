@@ -45,6 +45,13 @@ type h2State struct {
 	// backoffUnit scales the waits between retries (tests only); zero
 	// means one second.
 	backoffUnit time.Duration
+	// backoffWait, when set (tests only), stands for the timer of a wait
+	// between retries: the wait ends when the returned channel receives
+	// (or the context ends). It is given the wait's length.
+	backoffWait func(time.Duration) <-chan time.Time
+	// backoffStarted, when set (tests only), runs when a wait between
+	// retries begins, with the retry's number.
+	backoffStarted func(retry int)
 	// beforeFirstStream, when set (tests only), runs on each new shared
 	// connection before its first stream is reserved.
 	beforeFirstStream func(sharedConn)
@@ -55,6 +62,22 @@ type h2State struct {
 // that became unusable before the request went out): seven, so eight
 // attempts in all, as net/http's HTTP/2 client makes.
 const maxSharedRetries = 7
+
+// maxLimitRefusals caps the stream-limit refusals (see roundTripShared) one
+// request retries at once and uncounted; later ones are counted retries,
+// with their backoff. Each such refusal needs an event on the connection
+// after its stream was granted, so a few in a row are already unlikely;
+// the cap only keeps a connection that kept refusing from spinning a
+// request.
+const maxLimitRefusals = 8
+
+// The int RoundTrip keeps for roundTripShared across attempts holds two
+// counts: the counted retries in its low byte (at most maxSharedRetries),
+// and above it the stream-limit refusals retried at once.
+const limitRefusalStep = 1 << 8
+
+func countedRetries(n int) int { return n % limitRefusalStep }
+func limitRefusals(n int) int  { return n / limitRefusalStep }
 
 // errH2NotEstablished is returned when a connection that has just been set
 // up for HTTP/2 is already unusable before its first request (the server
@@ -238,9 +261,11 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 	// body is unread and the connection is still usable. The request looks
 	// again at once (it waits for a stream under MaxConnsPerHost, else
 	// takes another connection). Each refusal needs an event after the
-	// grant and each new grant needs room, so this cannot spin.
-	limit := np.Reason == h2conn.ReasonStreamLimit
-	if !limit && *retries >= maxSharedRetries {
+	// grant and each new grant needs room, so this should not repeat; the
+	// first maxLimitRefusals are retried so, any further one is a counted
+	// retry (with its backoff) in case a connection keeps refusing.
+	limit := np.Reason == h2conn.ReasonStreamLimit && limitRefusals(*retries) < maxLimitRefusals
+	if !limit && countedRetries(*retries) >= maxSharedRetries {
 		rb.closeBody()
 		return nil, np.Err
 	}
@@ -253,6 +278,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 		return nil, err
 	}
 	if limit {
+		*retries += limitRefusalStep
 		rb.detach() // another connection takes it at once, no backoff
 		return nil, errRetryShared
 	}
@@ -267,17 +293,18 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 		}
 		o.body = body
 	}
-	if err := retryBackoff(ctx, *retries, t.h2.backoffUnit); err != nil {
+	if err := t.h2.retryBackoff(ctx, countedRetries(*retries)); err != nil {
 		closeOutgoing(o)
 		return nil, err
 	}
 	return nil, errRetryShared
 }
 
-// retryBackoff waits before the n-th retry (see sharedRetryWait; unit is a
-// second unless set). When ctx ends first it returns ctx.Err(), not the
-// context's cause, as net/http's HTTP/2 retry loop does.
-func retryBackoff(ctx context.Context, n int, unit time.Duration) error {
+// retryBackoff waits before the n-th retry (see sharedRetryWait; the unit
+// is a second unless backoffUnit is set). When ctx ends first it returns
+// ctx.Err(), not the context's cause, as net/http's HTTP/2 retry loop does.
+func (h *h2State) retryBackoff(ctx context.Context, n int) error {
+	unit := h.backoffUnit
 	if unit <= 0 {
 		unit = time.Second
 	}
@@ -285,10 +312,19 @@ func retryBackoff(ctx context.Context, n int, unit time.Duration) error {
 	if d == 0 {
 		return nil
 	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
+	if h.backoffStarted != nil {
+		h.backoffStarted(n)
+	}
+	var done <-chan time.Time
+	if h.backoffWait != nil {
+		done = h.backoffWait(d)
+	} else {
+		tm := time.NewTimer(d)
+		defer tm.Stop()
+		done = tm.C
+	}
 	select {
-	case <-tm.C:
+	case <-done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

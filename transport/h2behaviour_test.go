@@ -485,8 +485,9 @@ func TestH2StreamLimitRetry(t *testing.T) {
 			t.Fatalf("err = %v, want a retry on another connection", err)
 		}
 	}
-	if retries != maxSharedRetries-1 {
-		t.Fatalf("retries = %d, want %d (a stream-limit refusal is not counted)", retries, maxSharedRetries-1)
+	if countedRetries(retries) != maxSharedRetries-1 || limitRefusals(retries) != 3 {
+		t.Fatalf("retries = %d, limit refusals %d, want %d and 3 (a stream-limit refusal is not counted as a retry)",
+			countedRetries(retries), limitRefusals(retries), maxSharedRetries-1)
 	}
 	if o.body != io.ReadCloser(body) || body.closed.Load() != 0 {
 		t.Fatalf("body replaced (%v) or closed %d times; the retry must get it unread", o.body != io.ReadCloser(body), body.closed.Load())

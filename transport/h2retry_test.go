@@ -368,26 +368,72 @@ func TestH2CancelCauseByPhase(t *testing.T) {
 			defer resp.Body.Close()
 			return errResult(readToError(resp.Body), s)
 		}},
-		// Refused twice, the context ends during the 1 s wait before the
-		// third attempt (the first retry goes at once).
+		// Refused three times, the context ends during the wait before
+		// the fourth attempt (net/http: attempts at 0, 0 and 1 s, the next
+		// at 3 s; the context ends at 2 s, a second from either). Ferry's
+		// waits are hooked: the first ones end at once, the one before the
+		// fourth attempt never, and the context ends while it waits.
 		{"retry-backoff/timeout-cause", func(t *testing.T, impl string) []any {
 			s := testpeer.StartH2(t, testpeer.H2Script{OnHeaders: refuseFirst(-1)})
-			ctx, cancel := context.WithTimeoutCause(context.Background(), 500*time.Millisecond, errTestPhaseCause)
+			rt := implH2c(t, impl)
+			ctx, cancel := context.WithTimeoutCause(context.Background(), 2*time.Second, errTestPhaseCause)
 			defer cancel()
-			_, err := implH2c(t, impl).RoundTrip(newReq(t, "GET", "http://"+s.Addr()+"/", nil).WithContext(ctx))
+			if tr, ok := rt.(*Transport); ok {
+				holdBackoff(tr, func() {
+					select { // the timer ends the context
+					case <-ctx.Done():
+					case <-time.After(rowTimeout):
+					}
+				})
+			}
+			_, err := rt.RoundTrip(newReq(t, "GET", "http://"+s.Addr()+"/", nil).WithContext(ctx))
 			return errResult(err, s)
 		}},
 		{"retry-backoff/cancel-cause", func(t *testing.T, impl string) []any {
 			s := testpeer.StartH2(t, testpeer.H2Script{OnHeaders: refuseFirst(-1)})
+			rt := implH2c(t, impl)
 			ctx, cancel := context.WithCancelCause(context.Background())
-			stop := time.AfterFunc(500*time.Millisecond, func() { cancel(errTestPhaseCause) })
-			defer stop.Stop()
-			_, err := implH2c(t, impl).RoundTrip(newReq(t, "GET", "http://"+s.Addr()+"/", nil).WithContext(ctx))
+			defer cancel(nil)
+			if tr, ok := rt.(*Transport); ok {
+				holdBackoff(tr, func() { cancel(errTestPhaseCause) })
+			} else {
+				stop := time.AfterFunc(2*time.Second, func() { cancel(errTestPhaseCause) })
+				defer stop.Stop()
+			}
+			_, err := rt.RoundTrip(newReq(t, "GET", "http://"+s.Addr()+"/", nil).WithContext(ctx))
 			return errResult(err, s)
 		}},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) { compareImpls(t, row.run) })
+	}
+}
+
+// holdBackoff hooks tr's waits between HTTP/2 retries (the first retry
+// does not wait): the wait before the second retry ends at once; the wait
+// before the third retry (the fourth attempt) never ends by itself, and
+// endCtx, which must end the request's context, runs when it begins.
+func holdBackoff(tr *Transport, endCtx func()) {
+	const heldRetry = 3
+	var mu sync.Mutex // guards retry
+	retry := 0
+	tr.h2.backoffStarted = func(n int) {
+		mu.Lock()
+		retry = n
+		mu.Unlock()
+		if n == heldRetry {
+			endCtx()
+		}
+	}
+	tr.h2.backoffWait = func(time.Duration) <-chan time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if retry == heldRetry {
+			return nil // never fires
+		}
+		ch := make(chan time.Time, 1)
+		ch <- time.Time{}
+		return ch
 	}
 }
 

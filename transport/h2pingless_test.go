@@ -1,0 +1,137 @@
+package transport
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
+	"golang.org/x/net/http2"
+)
+
+// Servers that leave PINGs unanswered.
+
+// TestH2UnconfirmedResetUnderMaxConns: a server allowing one stream stops
+// answering PINGs once a request was cancelled (RST_STREAM with x/net's
+// PING), so legacy x/net counts the reset against the limit for good and
+// the connection stays full with no request on it. Under MaxConnsPerHost
+// 1 the next request waited in ferry's pool until its context ended;
+// net/http leaves the connection and dials another (200 on a second
+// connection). Ferry now pings such a connection once a request finds it
+// so, and gives it up when the PING goes unanswered for PingTimeout: 200
+// on a second connection too. Without MaxConnsPerHost both dial at once.
+func TestH2UnconfirmedResetUnderMaxConns(t *testing.T) {
+	for _, maxConns := range []int{1, 0} {
+		name := "max-conns-1"
+		if maxConns == 0 {
+			name = "no-max-conns"
+		}
+		t.Run(name, func(t *testing.T) {
+			compareImpls(t, func(t *testing.T, impl string) []any {
+				hung := make(chan struct{}, 1)
+				reset := make(chan struct{}, 1)
+				s := testpeer.StartH2(t, testpeer.H2Script{
+					Settings:            []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 1}},
+					MutePingsAfterReset: true,
+					OnHeaders: func(conn, stream int, fr *http2.Framer, id uint32) error {
+						if conn == 0 && stream == 2 {
+							hung <- struct{}{} // request A: never answered
+							return nil
+						}
+						return testpeer.H2OK(fr, id)
+					},
+					OnReset: func(int, uint32) {
+						select {
+						case reset <- struct{}{}:
+						default:
+						}
+					},
+				})
+				rt := implClient(t, impl, &http.Transport{
+					Protocols:       protocolsOf("h2c"),
+					MaxConnsPerHost: maxConns,
+					HTTP2:           &http.HTTP2Config{PingTimeout: 200 * time.Millisecond},
+				})
+				url := "http://" + s.Addr()
+				if o := observe(rt, newReq(t, "GET", url+"/warm", nil)); o.Err != "" {
+					t.Fatalf("%s: warm-up request: %s", impl, o.Err)
+				}
+				if impl == "ferry" && maxConns > 0 {
+					// Ferry's SETTINGS probe (a PING) must be answered
+					// before request A: an ack read after A's reset
+					// would confirm it.
+					waitFor(t, func() bool { p, _ := s.PingsAndResets(); return p >= 1 }) // the SETTINGS probe
+				}
+				// Answered after the probe's ack, in the connection's order.
+				if o := observe(rt, newReq(t, "GET", url+"/warm2", nil)); o.Err != "" {
+					t.Fatalf("%s: second warm-up request: %s", impl, o.Err)
+				}
+				ctxA, cancelA := context.WithCancel(context.Background())
+				doneA := make(chan error, 1)
+				go func() {
+					_, err := rt.RoundTrip(newReq(t, "GET", url+"/a", nil).WithContext(ctxA))
+					doneA <- err
+				}()
+				awaitCh(t, "request A at the server", hung)
+				cancelA()
+				<-doneA
+				awaitCh(t, "request A's reset at the server", reset)
+				// Hang guard only: the outcome is compared, not the time.
+				ctxB, cancelB := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancelB()
+				o := observe(rt, newReq(t, "GET", url+"/b", nil).WithContext(ctxB))
+				conns, _ := s.Counts()
+				return []any{o.Status, o.Body, o.Err, conns}
+			})
+		})
+	}
+}
+
+// TestH2FirstRequestsWithoutPingAck: a server that answers requests but
+// never acknowledges PING. A second request on the new connection while
+// the first is in flight: net/http sends it at once; ferry waited for the
+// ack of its SETTINGS probe until the request's context ended. It now goes
+// out once the first response proves the SETTINGS were processed.
+func TestH2FirstRequestsWithoutPingAck(t *testing.T) {
+	compareImpls(t, func(t *testing.T, impl string) []any {
+		arrived := make(chan struct{}, 1)
+		releaseA := make(chan struct{})
+		s := testpeer.StartH2(t, testpeer.H2Script{
+			NoPingAck: true,
+			OnHeaders: func(conn, stream int, fr *http2.Framer, id uint32) error {
+				if stream == 0 {
+					arrived <- struct{}{}
+					<-releaseA // the server's reading waits too
+				}
+				return testpeer.H2OK(fr, id)
+			},
+		})
+		rt := implH2c(t, impl)
+		url := "http://" + s.Addr()
+		doneA := make(chan observation, 1)
+		go func() { doneA <- observe(rt, newReq(t, "GET", url+"/a", nil)) }()
+		awaitCh(t, "request A at the server", arrived)
+		// A is answered a moment after B started (whichever comes first,
+		// B must get its answer).
+		release := time.AfterFunc(100*time.Millisecond, func() { close(releaseA) })
+		defer release.Stop()
+		ctxB, cancelB := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancelB()
+		oB := observe(rt, newReq(t, "GET", url+"/b", nil).WithContext(ctxB))
+		oA := <-doneA
+		conns, streams := s.Counts()
+		return []any{oA.Status, oA.Err, oB.Status, oB.Err, conns, streams}
+	})
+}
+
+// awaitCh waits for ch, failing the test after a generous bound (it
+// asserts that an event happens, not how fast).
+func awaitCh(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(rowTimeout):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
