@@ -94,9 +94,11 @@ func TestGoAwayWithErrorOnFirstStream(t *testing.T) {
 }
 
 // closeAfterPreface starts a loopback server that reads the client preface
-// and closes the connection: a connection that dies before its first
-// request.
-func closeAfterPreface(t *testing.T) string {
+// and, once release is closed, closes the connection: a connection that dies
+// before its first request. (Closing at once raced the client's first
+// ReserveStream: Go 1.27's client could see the close first, about one run
+// in three.)
+func closeAfterPreface(t *testing.T, release <-chan struct{}) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -111,6 +113,7 @@ func closeAfterPreface(t *testing.T) string {
 				return
 			}
 			io.ReadFull(c, make([]byte, len(http2.ClientPreface)))
+			<-release
 			c.Close()
 		}
 	}()
@@ -139,13 +142,17 @@ func TestNeverUsedClosedConnIsDead(t *testing.T) {
 		{"strict", Config{StrictMaxConcurrentStreams: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := closeAfterPreface(t)
+			release := make(chan struct{})
+			addr := closeAfterPreface(t, release)
 			c, err := NewClientConn(dialH2(t, addr, false), tc.cfg)
 			if err != nil {
+				close(release)
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if !c.ReserveStream() {
+			reserved := c.ReserveStream()
+			close(release) // now the server closes the connection
+			if !reserved {
 				t.Fatal("no first stream")
 			}
 			waitFor(t, "x/net to see the close", func() bool { return c.cc.State().Closed })
