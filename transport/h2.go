@@ -71,13 +71,12 @@ const maxSharedRetries = 7
 // request.
 const maxLimitRefusals = 8
 
-// The int RoundTrip keeps for roundTripShared across attempts holds two
-// counts: the counted retries in its low byte (at most maxSharedRetries),
-// and above it the stream-limit refusals retried at once.
-const limitRefusalStep = 1 << 8
-
-func countedRetries(n int) int { return n % limitRefusalStep }
-func limitRefusals(n int) int  { return n / limitRefusalStep }
+// sharedAttempts is what RoundTrip keeps for roundTripShared across one
+// request's attempts over shared connections.
+type sharedAttempts struct {
+	retries       int // counted retries so far (at most maxSharedRetries)
+	limitRefusals int // stream-limit refusals retried at once, uncounted
+}
 
 // errH2NotEstablished is returned when a connection that has just been set
 // up for HTTP/2 is already unusable before its first request (the server
@@ -228,7 +227,7 @@ func (t *Transport) sharedFromDial(key connKey, d dialedConn) (sharedConn, error
 // the last attempt once the retries are spent, "cannot retry" around it
 // for a body that cannot be sent again, the context's error when it ends
 // during the backoff.
-func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *outgoing, key connKey, sc sharedConn, retries *int) (*http.Response, error) {
+func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *outgoing, key connKey, sc sharedConn, att *sharedAttempts) (*http.Response, error) {
 	sreq := req
 	var rb *replayBody
 	if o.body != nil {
@@ -264,8 +263,8 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 	// grant and each new grant needs room, so this should not repeat; the
 	// first maxLimitRefusals are retried so, any further one is a counted
 	// retry (with its backoff) in case a connection keeps refusing.
-	limit := np.Reason == h2conn.ReasonStreamLimit && limitRefusals(*retries) < maxLimitRefusals
-	if !limit && countedRetries(*retries) >= maxSharedRetries {
+	limit := np.Reason == h2conn.ReasonStreamLimit && att.limitRefusals < maxLimitRefusals
+	if !limit && att.retries >= maxSharedRetries {
 		rb.closeBody()
 		return nil, np.Err
 	}
@@ -278,11 +277,11 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 		return nil, err
 	}
 	if limit {
-		*retries += limitRefusalStep
+		att.limitRefusals++
 		rb.detach() // another connection takes it at once, no backoff
 		return nil, errRetryShared
 	}
-	*retries++
+	att.retries++
 	if o.body != nil && req.GetBody == nil {
 		rb.detach() // unread: the same body goes out again
 	} else if rb != nil {
@@ -293,7 +292,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 		}
 		o.body = body
 	}
-	if err := t.h2.retryBackoff(ctx, countedRetries(*retries)); err != nil {
+	if err := t.h2.retryBackoff(ctx, att.retries); err != nil {
 		closeOutgoing(o)
 		return nil, err
 	}

@@ -478,16 +478,16 @@ func TestH2StreamLimitRetry(t *testing.T) {
 	req.Body, req.GetBody = body, nil
 	o := &outgoing{req: req, body: body}
 	sc := &limitRefusingConn{}
-	retries := maxSharedRetries - 1
+	att := sharedAttempts{retries: maxSharedRetries - 1}
 	for range 3 {
-		_, err := tr.roundTripShared(ctx, req, o, connKey{}, sc, &retries)
+		_, err := tr.roundTripShared(ctx, req, o, connKey{}, sc, &att)
 		if err != errRetryShared {
 			t.Fatalf("err = %v, want a retry on another connection", err)
 		}
 	}
-	if countedRetries(retries) != maxSharedRetries-1 || limitRefusals(retries) != 3 {
+	if att.retries != maxSharedRetries-1 || att.limitRefusals != 3 {
 		t.Fatalf("retries = %d, limit refusals %d, want %d and 3 (a stream-limit refusal is not counted as a retry)",
-			countedRetries(retries), limitRefusals(retries), maxSharedRetries-1)
+			att.retries, att.limitRefusals, maxSharedRetries-1)
 	}
 	if o.body != io.ReadCloser(body) || body.closed.Load() != 0 {
 		t.Fatalf("body replaced (%v) or closed %d times; the retry must get it unread", o.body != io.ReadCloser(body), body.closed.Load())

@@ -64,7 +64,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	opts := socketOptionsFrom(ctx)
-	sharedRetries := 0
+	var shared sharedAttempts // attempts over HTTP/2 connections (roundTripShared)
 	for {
 		if ctx.Err() != nil {
 			closeOutgoing(&o)
@@ -76,7 +76,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if sc != nil {
-			resp, err := t.roundTripShared(ctx, req, &o, key, sc, &sharedRetries)
+			resp, err := t.roundTripShared(ctx, req, &o, key, sc, &shared)
 			if err == errRetryShared {
 				t.stats.countRetry()
 				continue
