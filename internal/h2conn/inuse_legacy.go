@@ -56,30 +56,41 @@ const inUseMarker = "ferry-h2conn-in-use"
 // x/net once the connection is counted as used.
 type inUseAbort struct{}
 
-// inUseRequest is the marker request, shared by all connections: x/net
-// only reads a request. Its trace's GotConn fires in x/net's pool path
-// right after the "reused" flag is set, before ClientConn.RoundTrip.
-var inUseRequest = (&http.Request{
-	Method: http.MethodGet,
-	URL:    &url.URL{Scheme: "https", Host: "in-use.invalid", Path: "/"},
-	Header: http.Header{"Connection": {inUseMarker}},
-	Host:   "in-use.invalid",
-}).WithContext(httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
-	GotConn: func(httptrace.GotConnInfo) { panic(inUseAbort{}) },
-}))
+// newInUseRequest builds the marker request on ctx, with an httptrace
+// GotConn hook that panics with inUseAbort. x/net fires GotConn in its pool
+// path right after setting the "reused" flag, before ClientConn.RoundTrip.
+// The "Connection" header is the fallback should the hook not fire: x/net
+// refuses the request before encoding or writing anything (after assigning
+// it a stream ID, so the fallback spends one).
+func newInUseRequest(ctx context.Context) *http.Request {
+	trace := &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { panic(inUseAbort{}) },
+	}
+	return (&http.Request{
+		Method: http.MethodGet,
+		URL:    &url.URL{Scheme: "https", Host: "in-use.invalid", Path: "/"},
+		Header: http.Header{"Connection": {inUseMarker}},
+		Host:   "in-use.invalid",
+	}).WithContext(httptrace.WithClientTrace(ctx, trace))
+}
+
+// recoverInUseAbort, deferred by markInUse, swallows the marker's own
+// panic (inUseAbort) and lets every other panic go on unchanged: a panic
+// from x/net or from anything else is not ours to hide.
+func recoverInUseAbort() {
+	if r := recover(); r != nil {
+		if _, ok := r.(inUseAbort); !ok {
+			panic(r)
+		}
+	}
+}
 
 func markInUse(t2 *http2.Transport) {
 	if t2.StrictMaxConcurrentStreams {
 		return
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			if _, ok := r.(inUseAbort); !ok {
-				panic(r)
-			}
-		}
-	}()
-	if resp, err := t2.RoundTrip(inUseRequest); err == nil {
+	defer recoverInUseAbort()
+	if resp, err := t2.RoundTrip(newInUseRequest(context.Background())); err == nil {
 		resp.Body.Close() // not reached: the hook or the header stops x/net
 	}
 }

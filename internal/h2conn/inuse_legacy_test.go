@@ -3,7 +3,13 @@
 package h2conn
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,4 +134,121 @@ func TestMarkInUseTakesNothing(t *testing.T) {
 	if got := <-streams; got != 1 {
 		t.Fatalf("reserved request on stream %d, want 1", got)
 	}
+}
+
+// newWatchedConn builds a Conn for the server at addr as NewClientConn
+// does, with watch (given the Conn) as x/net's connection pool, but does
+// not mark it: the test drives markInUse, or the marker request, itself.
+func newWatchedConn(t *testing.T, addr string, cfg Config, watch func(*Conn) http2.ClientConnPool) (*Conn, *http2.Transport) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Conn{nc: nc, strict: cfg.strict(), singleUse: cfg.DisableKeepAlives, now: time.Now,
+		pingTimeout: defaultPingTimeout, peer: newPeerSettings()}
+	t2, err := cfg.newTransports(watch(c))
+	if err != nil {
+		nc.Close()
+		t.Fatal(err)
+	}
+	cc, err := t2.NewClientConn(nc)
+	if err != nil {
+		nc.Close()
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.cc = cc
+	c.idleSince = c.now()
+	c.mu.Unlock()
+	t.Cleanup(func() { c.Close() })
+	return c, t2
+}
+
+// TestInUseFallbackWritesNothing: should x/net stop firing the GotConn
+// hook, the marker's "Connection" header still makes x/net refuse it
+// before any frame goes out. The fallback costs stream 1 (x/net assigns
+// the ID before it encodes), so the next real request is stream 3, but
+// the server sees no stream before it, and nothing stays reserved or
+// active.
+func TestInUseFallbackWritesNothing(t *testing.T) {
+	var mu sync.Mutex // guards ids
+	var ids []uint32
+	rs := startRawServer(t, func(fr *http2.Framer, id uint32) error {
+		mu.Lock()
+		ids = append(ids, id)
+		mu.Unlock()
+		return testpeer.H2OK(fr, id)
+	})
+	c, t2 := newWatchedConn(t, rs.Addr(), Config{}, func(c *Conn) http2.ClientConnPool { return deathWatch{c} })
+	// The marker as markInUse builds it, minus its hook (WithContext
+	// drops the trace): what x/net gets if it no longer fires GotConn.
+	marker := newInUseRequest(context.Background()).WithContext(context.Background())
+	resp, err := t2.RoundTrip(marker)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("x/net sent the marker: the Connection header fallback is gone")
+	}
+	if !strings.Contains(err.Error(), "invalid Connection request header") {
+		t.Fatalf("marker failed with %v, want x/net's refusal of its Connection header", err)
+	}
+	if !c.inUseHanded.Load() {
+		t.Fatal("the marker did not reach x/net's pool path")
+	}
+	st := c.cc.State()
+	if st.StreamsReserved != 0 || st.StreamsActive != 0 || st.StreamsPending != 0 {
+		t.Fatalf("after the fallback: %d reserved, %d active, %d pending; want 0, 0, 0",
+			st.StreamsReserved, st.StreamsActive, st.StreamsPending)
+	}
+	if !c.ReserveStream() {
+		t.Fatal("no stream after the fallback")
+	}
+	resp, err = c.RoundTrip(newRequest(t, "GET", "http://"+rs.Addr()+"/", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, resp); got != "ok" {
+		t.Fatalf("body %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := fmt.Sprint(ids); got != "[3]" {
+		t.Fatalf("server saw streams %s, want [3] (the fallback spends stream 1 and writes nothing)", got)
+	}
+}
+
+// TestRecoverInUseAbortOnlyOurs: markInUse's recover swallows only the
+// marker's own panic; any other panic value escapes unchanged.
+func TestRecoverInUseAbortOnlyOurs(t *testing.T) {
+	errPanic := errors.New("h2conn test: a panic that is not ours")
+	for _, tc := range []struct {
+		name    string
+		value   any
+		escapes bool
+	}{
+		{"our_sentinel", inUseAbort{}, false},
+		{"string", "boom", true},
+		{"error", errPanic, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := panicUnderRecover(tc.value)
+			switch {
+			case !tc.escapes && got != nil:
+				t.Fatalf("%v escaped, want it swallowed", got)
+			case tc.escapes && got != tc.value:
+				t.Fatalf("escaped %#v, want %#v unchanged", got, tc.value)
+			}
+		})
+	}
+}
+
+// panicUnderRecover panics with v under a deferred recoverInUseAbort, as
+// markInUse runs x/net, and returns what escaped it (nil for nothing).
+func panicUnderRecover(v any) (escaped any) {
+	defer func() { escaped = recover() }()
+	func() {
+		defer recoverInUseAbort()
+		panic(v)
+	}()
+	return nil
 }
