@@ -112,8 +112,10 @@
 // without strict limits as used through x/net's pool path (legacy x/net
 // otherwise delays MarkDead with a pending five-second timer), stopping
 // x/net before the marker takes a stream ID or a reservation, so the first
-// request goes out on stream 1 as with net/http; inuse_wrapped.go does
-// nothing. fullrefusal_legacy.go and fullrefusal_wrapped.go say whether
+// request goes out on stream 1 as with net/http; it does so only when the
+// x/net built in is a v0.62.x release, the line whose pool path was checked
+// (a program's main module may select a newer x/net; then nothing is
+// marked); inuse_wrapped.go does nothing. fullrefusal_legacy.go and fullrefusal_wrapped.go say whether
 // x/net's "client conn not usable" may mean a live connection that is only
 // full, and whether State takes the write lock (legacy only, both). One pair is split by toolchain, as net/http's
 // behaviour is: protocolreset_go126.go and protocolreset_go127.go say

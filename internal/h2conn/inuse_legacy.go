@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"runtime/debug"
+	"strings"
+	"sync"
 
 	"golang.org/x/net/http2"
 )
@@ -32,16 +35,57 @@ import (
 // connection is created, and stops x/net right after it: the watch hands
 // the connection to a marker request (deathWatch.GetClientConn), x/net
 // sets the flag and fires the request's httptrace GotConn hook, and the
-// hook panics with inUseAbort, which markInUse recovers. Between the flag
-// and the hook x/net holds no lock and defers nothing, so the marker
-// leaves no trace: it never reaches ClientConn.RoundTrip, so it takes no
-// stream ID (the first request goes out on stream 1, as with net/http, and
-// x/net's rules for a connection's first stream keep applying), consumes no
-// stream reservation, never waits for the new-request lock or a free
-// stream, writes nothing and starts no goroutine. Should a later x/net skip
-// the hook, the marker's "Connection" header makes x/net refuse it before
-// encoding anything (it would then spend one stream ID; the stream-1 test
-// in inuse_legacy_test.go catches that).
+// hook panics with inUseAbort, which recoverInUseAbort recovers. The marker
+// never reaches ClientConn.RoundTrip, so it takes no stream ID (the first
+// request goes out on stream 1, as with net/http, and x/net's rules for a
+// connection's first stream keep applying), consumes no stream
+// reservation, never waits for the new-request lock or a free stream,
+// writes nothing and starts no goroutine.
+//
+// The panic is safe only because of three facts about the x/net that is
+// built in:
+//
+//  1. x/net fires GotConn on the goroutine that called its
+//     Transport.RoundTrip (recover sees only its own goroutine's panic; a
+//     panic on another goroutine would end the process);
+//  2. x/net holds no lock when it fires GotConn (a mutex held across the
+//     panic would stay locked, and the connection would hang);
+//  3. x/net defers nothing and leaves nothing half done between setting
+//     the flag and firing the hook (unwinding would run the one or skip
+//     finishing the other).
+//
+// All three hold in x/net v0.62: roundTripViaPool (transport_common.go)
+// sets the flag with a compare-and-swap and calls traceGotConn
+// (transport.go) on the caller's goroutine; traceGotConn locks the
+// connection's mutex only to compute WasIdle and IdleTime and unlocks it
+// before calling the hook; neither function defers anything. go.mod pins
+// v0.62.0, but the pin binds only builds of ferry's own module: a
+// program's main module may require a newer x/net, and minimal version
+// selection then builds ferry with that one, whose code path nobody
+// checked. So markInUse marks only when the x/net in the binary, as
+// runtime/debug.ReadBuildInfo reports it (read once per process), is a
+// release of the checked line (checkedXnetLine; not replaced, or replaced
+// by such a release of golang.org/x/net itself). With any other x/net, or
+// when the binary carries no list of dependencies (cmd/go records none in
+// test binaries, and none outside module mode), no connection is marked:
+// each keeps x/net's five-second timer (a later death notice and a pending
+// timer, nothing worse). Widening checkedXnetLine needs the three facts
+// read again in the new x/net.
+//
+// Tests that fail when x/net changes under the facts (run them with the
+// new x/net and -tags http2legacy; ferry's tests open the gate, see
+// inuse_legacy_test.go): TestMarkInUseTakesNothing (no stream, stream ID
+// or reservation taken; a lock left held hangs its next call into x/net),
+// TestMarkInUse (the flag is set: the death notice comes at once),
+// TestFirstRequestOnStreamOne and TestMarkInUseAfterPeerSettings (the
+// marker ends at once); a hook fired on another goroutine crashes the test
+// binary. TestPinnedXnetIsChecked fails when go.mod leaves the checked
+// line.
+//
+// Should the hook not fire at all, the marker's "Connection" header makes
+// x/net refuse it while encoding, before it writes a frame, but after it
+// assigned the marker a stream ID: the fallback spends stream 1
+// (TestInUseFallbackWritesNothing).
 //
 // Single-use connections (DisableKeepAlives) and connections with strict
 // limits are not marked: so it was when the marker reached RoundTrip (where
@@ -49,8 +93,55 @@ import (
 // connection could make it wait), and they keep x/net's timer.
 
 // inUseMarker is the Connection header value of markInUse's request: not
-// "close" or "keep-alive", so x/net refuses it before encoding.
+// "close" or "keep-alive", so x/net refuses it before writing a frame.
 const inUseMarker = "ferry-h2conn-in-use"
+
+// checkedXnetLine is the x/net release line whose pool path was read for
+// the three facts above: its releases (v0.62.0, v0.62.1, ...) are marked.
+const checkedXnetLine = "v0.62."
+
+// xnetModule is x/net's module path, as the build info names it.
+const xnetModule = "golang.org/x/net"
+
+// markableXnet reports whether the x/net built into this binary is one
+// whose pool path was checked (computed once per process). It is a
+// variable so that ferry's tests, whose binaries carry no dependency list,
+// can open the gate.
+var markableXnet = sync.OnceValue(func() bool {
+	bi, ok := debug.ReadBuildInfo()
+	return ok && checkedXnet(bi.Deps)
+})
+
+// checkedXnet reports whether deps (a binary's dependency list) holds a
+// release of golang.org/x/net on checkedXnetLine, unreplaced or replaced by
+// such a release of golang.org/x/net itself.
+func checkedXnet(deps []*debug.Module) bool {
+	for _, m := range deps {
+		if m.Path != xnetModule {
+			continue
+		}
+		if m.Replace != nil {
+			m = m.Replace
+		}
+		return m.Path == xnetModule && checkedXnetVersion(m.Version)
+	}
+	return false
+}
+
+// checkedXnetVersion reports whether v is a release on checkedXnetLine
+// (not a pre-release or a pseudo-version, whose code may differ).
+func checkedXnetVersion(v string) bool {
+	patch, ok := strings.CutPrefix(v, checkedXnetLine)
+	if !ok || patch == "" {
+		return false
+	}
+	for _, r := range patch {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // inUseAbort is the panic value with which the marker's GotConn hook stops
 // x/net once the connection is counted as used.
@@ -85,8 +176,10 @@ func recoverInUseAbort() {
 	}
 }
 
+// markInUse marks the connection of t2 as used in x/net, when the x/net
+// built in is a checked one.
 func markInUse(t2 *http2.Transport) {
-	if t2.StrictMaxConcurrentStreams {
+	if t2.StrictMaxConcurrentStreams || !markableXnet() {
 		return
 	}
 	defer recoverInUseAbort()

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,106 @@ import (
 	"github.com/ferryhttp/ferry/internal/testpeer"
 	"golang.org/x/net/http2"
 )
+
+// Test binaries carry no dependency list (cmd/go records none), so the
+// real gate (markableXnet) would mark nothing here. The tests run with the
+// gate open, as a program built with go.mod's x/net does;
+// TestPinnedXnetIsChecked ties that x/net to the checked line, and
+// TestMarkInUseGate closes the gate.
+func init() { markableXnet = func() bool { return true } }
+
+// TestCheckedXnet: only a release on the checked line counts, also when
+// x/net is replaced by such a release of itself; a newer line, a
+// pseudo-version or pre-release, a fork, a local directory or an absent
+// x/net do not.
+func TestCheckedXnet(t *testing.T) {
+	xnet := func(v string, replace *debug.Module) []*debug.Module {
+		return []*debug.Module{
+			{Path: "golang.org/x/sys", Version: "v0.50.0"},
+			{Path: "golang.org/x/net", Version: v, Replace: replace},
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		deps []*debug.Module
+		want bool
+	}{
+		{"pinned", xnet("v0.62.0", nil), true},
+		{"patch_release", xnet("v0.62.3", nil), true},
+		{"newer_line", xnet("v0.63.0", nil), false},
+		{"older_line", xnet("v0.61.0", nil), false},
+		{"longer_minor", xnet("v0.620.0", nil), false},
+		{"line_only", xnet("v0.62.", nil), false},
+		{"pseudo_version", xnet("v0.62.1-0.20260301000000-0123456789ab", nil), false},
+		{"pre_release", xnet("v0.62.1-rc.1", nil), false},
+		{"replaced_by_release", xnet("v0.63.0", &debug.Module{Path: "golang.org/x/net", Version: "v0.62.1"}), true},
+		{"replaced_by_newer", xnet("v0.62.0", &debug.Module{Path: "golang.org/x/net", Version: "v0.63.0"}), false},
+		{"replaced_by_fork", xnet("v0.62.0", &debug.Module{Path: "example.com/net", Version: "v0.62.0"}), false},
+		{"replaced_by_directory", xnet("v0.62.0", &debug.Module{Path: "../net"}), false},
+		{"absent", []*debug.Module{{Path: "golang.org/x/sys", Version: "v0.50.0"}}, false},
+		{"no_list", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := checkedXnet(tc.deps); got != tc.want {
+				t.Fatalf("checkedXnet = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPinnedXnetIsChecked: the x/net that go.mod requires is on the
+// checked line, so the tests (which open the gate) run what a build with
+// the pin runs. Moving go.mod to another x/net fails here until the
+// three facts in inuse_legacy.go were read again in it.
+func TestPinnedXnetIsChecked(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version string
+	for _, line := range strings.Split(string(mod), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "require" {
+			f = f[1:]
+		}
+		if len(f) >= 2 && f[0] == "golang.org/x/net" {
+			version = f[1]
+		}
+		if len(f) >= 1 && (f[0] == "replace" || f[0] == "golang.org/x/net") && strings.Contains(line, "=>") {
+			t.Fatalf("go.mod replaces x/net: %q", line)
+		}
+	}
+	if !checkedXnetVersion(version) {
+		t.Fatalf("go.mod requires x/net %q, not on the checked line %s*", version, checkedXnetLine)
+	}
+}
+
+// TestMarkInUseGate: NewClientConn hands the connection to x/net's pool
+// path (the marker) only when the x/net built in is a checked one.
+func TestMarkInUseGate(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		checked bool
+	}{
+		{"checked", true},
+		{"unchecked", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			open := markableXnet
+			markableXnet = func() bool { return tc.checked }
+			t.Cleanup(func() { markableXnet = open })
+			rs := startRawServer(t, testpeer.H2OK)
+			c, err := NewClientConn(dialH2(t, rs.Addr(), false), Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if got := c.inUseHanded.Load(); got != tc.checked {
+				t.Fatalf("marked = %v, want %v", got, tc.checked)
+			}
+		})
+	}
+}
 
 // TestMarkInUse: a kept-alive connection is marked as used when created,
 // without spending a stream (its first request goes out on stream 1), and
