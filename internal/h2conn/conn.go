@@ -126,9 +126,7 @@ func NewClientConn(nc net.Conn, cfg Config) (*Conn, error) {
 		cc.Close()
 		return c, nil
 	}
-	if !cfg.DisableKeepAlives {
-		markInUse(t2)
-	}
+	markInUse(t2)
 	return c, nil
 }
 

@@ -108,8 +108,8 @@
 // it takes the write lock, only on judge.go's checker goroutine, never on a
 // request's), the MarkDead call of a
 // ClientConnPool (watch.go), and the error texts in errors.go. Two pairs of
-// files are split by mode: inuse_legacy.go marks each kept-alive connection
-// without strict limits as used through x/net's pool path (legacy x/net
+// files are split by mode: inuse_legacy.go marks each connection as used
+// through x/net's pool path (legacy x/net
 // otherwise delays MarkDead with a pending five-second timer), stopping
 // x/net before the marker takes a stream ID or a reservation, so the first
 // request goes out on stream 1 as with net/http; it does so only when the

@@ -131,8 +131,10 @@ func closeAfterPreface(t *testing.T, release <-chan struct{}) string {
 // closed, never-used connection in its pool until a five-second timer
 // reports it, so that the error reaches a caller); its own pool drops it on
 // that error, and so must this package, or every request in those five
-// seconds would fail the same way. Strict limits keep x/net's timer (their
-// connections are not marked as in use), so the death notice is late.
+// seconds would fail the same way. The strict row dates from when
+// strict-limit connections were not marked as in use and kept x/net's
+// timer, so that the death notice came late; with an x/net outside the
+// checked line (nothing is marked, inuse_legacy.go) it still does.
 func TestNeverUsedClosedConnIsDead(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -87,10 +87,17 @@ import (
 // assigned the marker a stream ID: the fallback spends stream 1
 // (TestInUseFallbackWritesNothing).
 //
-// Single-use connections (DisableKeepAlives) and connections with strict
-// limits are not marked: so it was when the marker reached RoundTrip (where
-// x/net counted it as a single-use connection's one request, and a strict
-// connection could make it wait), and they keep x/net's timer.
+// Every connection is marked, single-use (DisableKeepAlives) and
+// strict-limit ones too. Only the fallback could harm those, because it
+// reaches ClientConn.RoundTrip: there the marker would take a single-use
+// connection's one stream ID, so that x/net refuses every request on it,
+// and on a strict-limit connection the server had already declared full
+// it would wait for a free stream forever. The fallback runs only if the
+// hook does not fire, which on a checked x/net it always does, and with an
+// unchecked x/net nothing is marked. (Before, when the marker reached
+// ClientConn.RoundTrip, these connections were not marked and kept x/net's
+// timer: a single-use one left a pending timer and a death notice five
+// seconds late behind every request.)
 
 // inUseMarker is the Connection header value of markInUse's request: not
 // "close" or "keep-alive", so x/net refuses it before writing a frame.
@@ -179,7 +186,7 @@ func recoverInUseAbort() {
 // markInUse marks the connection of t2 as used in x/net, when the x/net
 // built in is a checked one.
 func markInUse(t2 *http2.Transport) {
-	if t2.StrictMaxConcurrentStreams || !markableXnet() {
+	if !markableXnet() {
 		return
 	}
 	defer recoverInUseAbort()

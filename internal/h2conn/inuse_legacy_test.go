@@ -92,46 +92,63 @@ func TestPinnedXnetIsChecked(t *testing.T) {
 	}
 }
 
-// TestMarkInUseGate: NewClientConn hands the connection to x/net's pool
-// path (the marker) only when the x/net built in is a checked one.
+// TestMarkInUseGate: NewClientConn hands every connection (kept-alive,
+// strict-limit and single-use alike) to x/net's pool path, for the marker,
+// when the x/net built in is a checked one, and none otherwise.
 func TestMarkInUseGate(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		checked bool
-	}{
-		{"checked", true},
-		{"unchecked", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			open := markableXnet
-			markableXnet = func() bool { return tc.checked }
-			t.Cleanup(func() { markableXnet = open })
-			rs := startRawServer(t, testpeer.H2OK)
-			c, err := NewClientConn(dialH2(t, rs.Addr(), false), Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if got := c.inUseHanded.Load(); got != tc.checked {
-				t.Fatalf("marked = %v, want %v", got, tc.checked)
-			}
-		})
+	for _, checked := range []bool{true, false} {
+		for _, tc := range []struct {
+			name string
+			cfg  Config
+		}{
+			{"kept_alive", Config{}},
+			{"strict", Config{StrictMaxConcurrentStreams: true}},
+			{"single_use", Config{DisableKeepAlives: true}},
+		} {
+			t.Run(fmt.Sprintf("checked=%v/%s", checked, tc.name), func(t *testing.T) {
+				open := markableXnet
+				markableXnet = func() bool { return checked }
+				t.Cleanup(func() { markableXnet = open })
+				rs := startRawServer(t, testpeer.H2OK)
+				c, err := NewClientConn(dialH2(t, rs.Addr(), false), tc.cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if got := c.inUseHanded.Load(); got != checked {
+					t.Fatalf("marked = %v, want %v", got, checked)
+				}
+			})
+		}
 	}
 }
 
-// TestMarkInUse: a kept-alive connection is marked as used when created,
-// without spending a stream (its first request goes out on stream 1), and
-// closing it after use reports its death at once instead of after x/net's
-// five-second "unused connection" timer; a single-use connection is not
-// marked (its one request is on stream 1 too).
+// deathRecorder is the death watch, recording x/net's first MarkDead.
+type deathRecorder struct {
+	deathWatch
+	once sync.Once
+	dead chan struct{} // closed at the first MarkDead
+}
+
+func (d *deathRecorder) MarkDead(cc *http2.ClientConn) {
+	d.once.Do(func() { close(d.dead) })
+	d.deathWatch.MarkDead(cc)
+}
+
+// TestMarkInUse: a marked connection, kept-alive, strict-limit or
+// single-use, sends its first request on stream 1 (the marker spends no
+// stream), and when it closes x/net reports its death at once instead of
+// after its five-second "unused connection" timer. A single-use connection
+// is closed by x/net itself after its one request; unmarked, each
+// single-use request would leave such a timer behind.
 func TestMarkInUse(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		cfg        Config
-		wantStream uint32
+		name string
+		cfg  Config
 	}{
-		{"kept_alive", Config{}, 1},
-		{"single_use", Config{DisableKeepAlives: true}, 1},
+		{"kept_alive", Config{}},
+		{"strict", Config{StrictMaxConcurrentStreams: true}},
+		{"single_use", Config{DisableKeepAlives: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			streams := make(chan uint32, 4)
@@ -139,21 +156,15 @@ func TestMarkInUse(t *testing.T) {
 				streams <- id
 				return testpeer.H2OK(fr, id)
 			})
-			nc := dialH2(t, rs.Addr(), false)
-			c, err := NewClientConn(nc, tc.cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			died := make(chan struct{}, 8)
-			// The hook also runs when a stream is freed; only calls after
-			// Close count below.
-			c.OnStreamFree(func() {
-				select {
-				case died <- struct{}{}:
-				default:
-				}
+			rec := &deathRecorder{dead: make(chan struct{})}
+			c, t2 := newWatchedConn(t, rs.Addr(), tc.cfg, func(c *Conn) http2.ClientConnPool {
+				rec.deathWatch = deathWatch{c}
+				return rec
 			})
+			markInUse(t2)
+			if !c.inUseHanded.Load() {
+				t.Fatal("the marker did not reach x/net's pool path")
+			}
 			if !c.ReserveStream() {
 				t.Fatal("no first stream")
 			}
@@ -164,23 +175,21 @@ func TestMarkInUse(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("status %d", resp.StatusCode)
 			}
-			resp.Body.Close()
-			if got := <-streams; got != tc.wantStream {
-				t.Fatalf("first request on stream %d, want %d", got, tc.wantStream)
+			if got := readAll(t, resp); got != "ok" {
+				t.Fatalf("body %q", got)
 			}
-			if tc.cfg.DisableKeepAlives {
-				return
+			if got := <-streams; got != 1 {
+				t.Fatalf("first request on stream %d, want 1", got)
 			}
-			for len(died) > 0 {
-				<-died
+			if !tc.cfg.DisableKeepAlives {
+				c.Close()
 			}
-			c.Close()
-			// x/net would report an unmarked connection only after its
-			// five-second timer; the marked one is reported by the closing
-			// reader itself. The bound only turns a regression into a
-			// failure instead of a hang.
+			// x/net reports an unmarked connection only when its timer
+			// fires, five seconds after the connection's last activity;
+			// a marked one is reported by the closing reader itself. The
+			// bound only turns a regression into a failure, not a hang.
 			select {
-			case <-died:
+			case <-rec.dead:
 			case <-time.After(4 * time.Second):
 				t.Fatal("death not reported within 4s: x/net still treats the connection as unused")
 			}
