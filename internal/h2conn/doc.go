@@ -86,6 +86,34 @@
 // and the error of one that cannot be (a body without GetBody), are
 // net/http's.
 //
+// # Known gap: a released reservation can spend stream 1
+//
+// ReleaseStream gives an x/net stream reservation back with a RoundTrip
+// whose context is already cancelled (x/net has no call for it; see
+// releaseXnetReservation). x/net then selects between taking its
+// new-request lock and the cancelled context with both ready, so about
+// half the time it takes the lock and assigns the next stream ID before it
+// looks at the context again: nothing is written, but the ID is spent. On
+// a connection that has sent no request yet that ID is 1, and the
+// connection's first real request then goes out on stream 3 and misses
+// x/net's first-stream rules (a GOAWAY with an error code answering it is
+// taken for a graceful one and the request is retried on a new
+// connection, where net/http fails it). Measured with a release that ended
+// before the next request: stream 1 in 109 of 200 runs and stream 3 in 91
+// (review), stream 1 in 101 and stream 3 in 99 (again, go1.26.8); a
+// request that follows at once usually wins the race and gets stream 1.
+// Ferry's transport releases a reservation so when the request a
+// connection was dialled for is cancelled during the dial and the new
+// connection stays in the pool (transport/getconn.go). No deterministic
+// release was found: the in-use marker's GotConn path stops before
+// ClientConn.RoundTrip, the only place where x/net returns a reservation
+// of ours; and keeping the orphaned reservation for the next ReserveStream
+// would leave x/net counting as taken a slot that ferry counts as free,
+// which every room check (ReserveStream, Usable, the OnStreamFree watcher,
+// judge.go) would then have to allow for: with a server limit of one
+// stream, one check that did not would leave waiting requests without a
+// stream.
+//
 // # Why x/net/http2, and how to swap it
 //
 // In Go 1.26 net/http offers http.ClientConn, but only on connections that

@@ -198,7 +198,11 @@ func (b *streamBody) finish() {
 // releaseXnetReservation gives back an x/net stream reservation that no
 // request will use. x/net has no call for that; a RoundTrip whose context is
 // already cancelled consumes the reservation without writing anything (x/net
-// checks the context before encoding headers).
+// checks the context before encoding headers). It may spend a stream ID:
+// x/net's select between its new-request lock and the cancelled context
+// has both ready and takes the lock about half the time, assigning an ID
+// before it sees the context (on an unused connection stream 1; doc.go,
+// "Known gap").
 func (c *Conn) releaseXnetReservation() {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
