@@ -59,10 +59,15 @@ func (r Reason) String() string {
 // NotProcessedError is returned by RoundTrip when the request may be sent
 // again on another connection: the server provably did not process it, or
 // (ReasonProtocolReset, Go 1.26 builds only) the toolchain's net/http would
-// send it again. Whether its body can be replayed is the caller's rule (no
+// send it again. ReasonProtocolReset is the exception to the name: the
+// server may have processed that request, so the error says only that
+// net/http would retry it, not that retrying is safe for a request that is
+// not idempotent. Whether its body can be replayed is the caller's rule (no
 // body, http.NoBody, GetBody, or BodyUnread).
 type NotProcessedError struct {
-	// Reason is why the request was not processed.
+	// Reason is why the request was not processed (or, for
+	// ReasonProtocolReset, why it may be sent again although the server
+	// may have processed it).
 	Reason Reason
 	// BodyUnread reports that not a byte of the request body was read, so
 	// the same Body can be sent again even without GetBody.

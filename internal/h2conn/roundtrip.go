@@ -23,8 +23,17 @@ import (
 // body (NotProcessedError.BodyUnread) must pass a wrapper whose Close it
 // controls. Errors: *NotProcessedError when the server did not process the
 // request (IsRetryable; ReasonStreamLimit when a slot granted before the
-// server's SETTINGS found the connection full), otherwise x/net's error
-// unchanged (the context's error when the request was cancelled).
+// server's SETTINGS found the connection full) and, built with Go 1.26,
+// with ReasonProtocolReset when the server reset the stream with
+// PROTOCOL_ERROR before the response headers: the server may have
+// processed that request, and it is retryable only because Go 1.26's
+// net/http sends it again. Otherwise x/net's error unchanged (the
+// context's error when the request was cancelled; x/net's final "http2:
+// client conn could not be established" when the connection closed before
+// its first request). A GOAWAY, a PROTOCOL_ERROR reset, a connection x/net
+// found unusable and "could not be established" also mark the connection
+// dead (Usable reports false from then on); REFUSED_STREAM and
+// ReasonStreamLimit leave it usable.
 func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Lock()
 	if c.unstarted == 0 {
