@@ -126,7 +126,7 @@ func NewClientConn(nc net.Conn, cfg Config) (*Conn, error) {
 		cc.Close()
 		return c, nil
 	}
-	markInUse(t2)
+	markInUse(t2, c.singleUse || c.strict)
 	return c, nil
 }
 

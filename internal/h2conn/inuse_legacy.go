@@ -65,12 +65,16 @@ import (
 // checked. So markInUse marks only when the x/net in the binary, as
 // runtime/debug.ReadBuildInfo reports it (read once per process), is a
 // release of the checked line (checkedXnetLine; not replaced, or replaced
-// by such a release of golang.org/x/net itself). With any other x/net, or
-// when the binary carries no list of dependencies (cmd/go records none in
-// test binaries, and none outside module mode), no connection is marked:
-// each keeps x/net's five-second timer (a later death notice and a pending
-// timer, nothing worse). Widening checkedXnetLine needs the three facts
-// read again in the new x/net.
+// by such a release of golang.org/x/net itself). With any other x/net no
+// connection is marked: each keeps x/net's five-second timer (a later
+// death notice and a pending timer, nothing worse). A binary that carries
+// no list of dependencies (cmd/go records none in test binaries, and none
+// outside module mode) cannot tell: there kept-alive connections without
+// a strict limit are marked (their fallback below is harmless), the others
+// are not. So test binaries, ferry's own and its users', mark as a
+// program built with go.mod's x/net does, except for those two kinds.
+// Widening checkedXnetLine needs the three facts read again in the new
+// x/net.
 //
 // Tests that fail when x/net changes under the facts (run them with the
 // new x/net and -tags http2legacy; ferry's tests open the gate, see
@@ -93,8 +97,9 @@ import (
 // connection's one stream ID, so that x/net refuses every request on it,
 // and on a strict-limit connection the server had already declared full
 // it would wait for a free stream forever. The fallback runs only if the
-// hook does not fire, which on a checked x/net it always does, and with an
-// unchecked x/net nothing is marked. (Before, when the marker reached
+// hook does not fire, which on a checked x/net it always does; with an
+// unchecked x/net nothing is marked, and when the x/net is unknown these
+// two kinds are not. (Before, when the marker reached
 // ClientConn.RoundTrip, these connections were not marked and kept x/net's
 // timer: a single-use one left a pending timer and a death notice five
 // seconds late behind every request.)
@@ -110,19 +115,29 @@ const checkedXnetLine = "v0.62."
 // xnetModule is x/net's module path, as the build info names it.
 const xnetModule = "golang.org/x/net"
 
-// markableXnet reports whether the x/net built into this binary is one
-// whose pool path was checked (computed once per process). It is a
-// variable so that ferry's tests, whose binaries carry no dependency list,
-// can open the gate.
-var markableXnet = sync.OnceValue(func() bool {
+// xnetBuilt is what a binary's build information says of its x/net.
+type xnetBuilt int
+
+const (
+	xnetUnknown   xnetBuilt = iota // no dependency list (test binaries, GOPATH builds)
+	xnetChecked                    // a release on checkedXnetLine
+	xnetUnchecked                  // any other x/net
+)
+
+// builtXnet is what this binary says of its x/net (read once per process).
+// It is a variable so that tests can pretend either answer.
+var builtXnet = sync.OnceValue(func() xnetBuilt {
 	bi, ok := debug.ReadBuildInfo()
-	return ok && checkedXnet(bi.Deps)
+	if !ok || len(bi.Deps) == 0 {
+		return xnetUnknown
+	}
+	return classifyXnet(bi.Deps)
 })
 
-// checkedXnet reports whether deps (a binary's dependency list) holds a
-// release of golang.org/x/net on checkedXnetLine, unreplaced or replaced by
-// such a release of golang.org/x/net itself.
-func checkedXnet(deps []*debug.Module) bool {
+// classifyXnet says whether deps (a binary's non-empty dependency list)
+// holds a release of golang.org/x/net on checkedXnetLine, unreplaced or
+// replaced by such a release of golang.org/x/net itself.
+func classifyXnet(deps []*debug.Module) xnetBuilt {
 	for _, m := range deps {
 		if m.Path != xnetModule {
 			continue
@@ -130,7 +145,23 @@ func checkedXnet(deps []*debug.Module) bool {
 		if m.Replace != nil {
 			m = m.Replace
 		}
-		return m.Path == xnetModule && checkedXnetVersion(m.Version)
+		if m.Path == xnetModule && checkedXnetVersion(m.Version) {
+			return xnetChecked
+		}
+		return xnetUnchecked
+	}
+	return xnetUnchecked
+}
+
+// marksInUse reports whether a connection is marked: always with a checked
+// x/net, never with an unchecked one, and, when the x/net is unknown, only
+// a kept-alive connection without a strict limit (cautious is false).
+func marksInUse(built xnetBuilt, cautious bool) bool {
+	switch built {
+	case xnetChecked:
+		return true
+	case xnetUnknown:
+		return !cautious
 	}
 	return false
 }
@@ -183,10 +214,10 @@ func recoverInUseAbort() {
 	}
 }
 
-// markInUse marks the connection of t2 as used in x/net, when the x/net
-// built in is a checked one.
-func markInUse(t2 *http2.Transport) {
-	if !markableXnet() {
+// markInUse marks the connection of t2 as used in x/net, as marksInUse
+// says (cautious: the connection is single-use or has a strict limit).
+func markInUse(t2 *http2.Transport, cautious bool) {
+	if !marksInUse(builtXnet(), cautious) {
 		return
 	}
 	defer recoverInUseAbort()

@@ -20,11 +20,11 @@ import (
 )
 
 // Test binaries carry no dependency list (cmd/go records none), so the
-// real gate (markableXnet) would mark nothing here. The tests run with the
-// gate open, as a program built with go.mod's x/net does;
-// TestPinnedXnetIsChecked ties that x/net to the checked line, and
-// TestMarkInUseGate closes the gate.
-func init() { markableXnet = func() bool { return true } }
+// real gate (builtXnet) says xnetUnknown here, and single-use and
+// strict-limit connections would not be marked. The tests run as a program
+// built with go.mod's x/net does; TestPinnedXnetIsChecked ties that x/net
+// to the checked line, and TestMarkInUseGate tries every answer.
+func init() { builtXnet = func() xnetBuilt { return xnetChecked } }
 
 // TestCheckedXnet: only a release on the checked line counts, also when
 // x/net is replaced by such a release of itself; a newer line, a
@@ -40,7 +40,7 @@ func TestCheckedXnet(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		deps []*debug.Module
-		want bool
+		want bool // xnetChecked, else xnetUnchecked
 	}{
 		{"pinned", xnet("v0.62.0", nil), true},
 		{"patch_release", xnet("v0.62.3", nil), true},
@@ -55,11 +55,14 @@ func TestCheckedXnet(t *testing.T) {
 		{"replaced_by_fork", xnet("v0.62.0", &debug.Module{Path: "example.com/net", Version: "v0.62.0"}), false},
 		{"replaced_by_directory", xnet("v0.62.0", &debug.Module{Path: "../net"}), false},
 		{"absent", []*debug.Module{{Path: "golang.org/x/sys", Version: "v0.50.0"}}, false},
-		{"no_list", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := checkedXnet(tc.deps); got != tc.want {
-				t.Fatalf("checkedXnet = %v, want %v", got, tc.want)
+			want := xnetUnchecked
+			if tc.want {
+				want = xnetChecked
+			}
+			if got := classifyXnet(tc.deps); got != want {
+				t.Fatalf("classifyXnet = %v, want %v", got, want)
 			}
 		})
 	}
@@ -92,31 +95,38 @@ func TestPinnedXnetIsChecked(t *testing.T) {
 	}
 }
 
-// TestMarkInUseGate: NewClientConn hands every connection (kept-alive,
-// strict-limit and single-use alike) to x/net's pool path, for the marker,
-// when the x/net built in is a checked one, and none otherwise.
+// TestMarkInUseGate: NewClientConn hands a connection to x/net's pool
+// path, for the marker, always with a checked x/net, never with an
+// unchecked one, and with an unknown one (a binary without a dependency
+// list, such as a test binary) only when it is kept-alive without a strict
+// limit, the kind whose fallback is harmless.
 func TestMarkInUseGate(t *testing.T) {
-	for _, checked := range []bool{true, false} {
+	for _, built := range []struct {
+		name string
+		x    xnetBuilt
+	}{{"checked", xnetChecked}, {"unchecked", xnetUnchecked}, {"unknown", xnetUnknown}} {
 		for _, tc := range []struct {
-			name string
-			cfg  Config
+			name     string
+			cfg      Config
+			cautious bool
 		}{
-			{"kept_alive", Config{}},
-			{"strict", Config{StrictMaxConcurrentStreams: true}},
-			{"single_use", Config{DisableKeepAlives: true}},
+			{"kept_alive", Config{}, false},
+			{"strict", Config{StrictMaxConcurrentStreams: true}, true},
+			{"single_use", Config{DisableKeepAlives: true}, true},
 		} {
-			t.Run(fmt.Sprintf("checked=%v/%s", checked, tc.name), func(t *testing.T) {
-				open := markableXnet
-				markableXnet = func() bool { return checked }
-				t.Cleanup(func() { markableXnet = open })
+			t.Run(built.name+"/"+tc.name, func(t *testing.T) {
+				open := builtXnet
+				builtXnet = func() xnetBuilt { return built.x }
+				t.Cleanup(func() { builtXnet = open })
+				want := built.x == xnetChecked || built.x == xnetUnknown && !tc.cautious
 				rs := startRawServer(t, testpeer.H2OK)
 				c, err := NewClientConn(dialH2(t, rs.Addr(), false), tc.cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				if got := c.inUseHanded.Load(); got != checked {
-					t.Fatalf("marked = %v, want %v", got, checked)
+				if got := c.inUseHanded.Load(); got != want {
+					t.Fatalf("marked = %v, want %v", got, want)
 				}
 			})
 		}
@@ -161,7 +171,7 @@ func TestMarkInUse(t *testing.T) {
 				rec.deathWatch = deathWatch{c}
 				return rec
 			})
-			markInUse(t2)
+			markInUse(t2, false)
 			if !c.inUseHanded.Load() {
 				t.Fatal("the marker did not reach x/net's pool path")
 			}
@@ -226,7 +236,7 @@ func TestMarkInUseTakesNothing(t *testing.T) {
 	if !cc.ReserveNewRequest() {
 		t.Fatal("no reservation")
 	}
-	markInUse(t2)
+	markInUse(t2, false)
 	if !c.inUseHanded.Load() {
 		t.Fatal("the marker did not reach x/net's pool path")
 	}

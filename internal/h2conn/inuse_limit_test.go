@@ -88,7 +88,7 @@ func TestMarkInUseAfterPeerSettings(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				markInUse(t2)
+				markInUse(t2, false)
 			}()
 			for {
 				select {

@@ -7,4 +7,4 @@ import "golang.org/x/net/http2"
 // markInUse does nothing in wrapped mode (Go 1.27 and later): there the
 // "unused connection" timer belongs to net/http's client, which x/net's
 // pool path cannot reach (inuse_legacy.go explains the legacy case).
-func markInUse(*http2.Transport) {}
+func markInUse(*http2.Transport, bool) {}
