@@ -120,8 +120,11 @@ func TestH2FirstRequestsWithoutPingAck(t *testing.T) {
 		defer cancelB()
 		oB := observe(rt, newReq(t, "GET", url+"/b", nil).WithContext(ctxB))
 		oA := <-doneA
-		conns, streams := s.Counts()
-		return []any{oA.Status, oA.Err, oB.Status, oB.Err, conns, streams}
+		// Connections are not compared: whether B finds A's connection in
+		// the pool or dials its own depends on timing in net/http (seen
+		// both ways under load); what matters is that both are answered.
+		_, streams := s.Counts()
+		return []any{oA.Status, oA.Err, oB.Status, oB.Err, streams}
 	})
 }
 
