@@ -34,7 +34,7 @@
 //     http3.Server reads the HEADERS frame before any code of ours sees the
 //     stream, so a client that sends part of a header and keeps its
 //     connection alive holds that stream and a goroutine until it goes away,
-//     Close, or Shutdown closing the connection once no handler runs on it;
+//     Close, or Shutdown closing the connection if no handler ever ran on it;
 //     at most quic.Config.MaxIncomingStreams (100 by default) such streams
 //     per connection. Over HTTP/3, ReadTimeout bounds reading the body, from
 //     the handler's start.
@@ -44,17 +44,20 @@
 //     serving cleartext, or once shutdown has begun.
 //   - Shutdown stops accepting on every listener, sends HTTP/3 GOAWAY, waits
 //     for in-flight requests on all protocols, then returns, leaving no
-//     goroutine behind. As net/http closes idle TCP connections, it closes
-//     (H3_NO_ERROR) every HTTP/3 connection that has had no handler running
-//     for 5 s, counted from the connection's start or its last handler's
-//     return, so a client that ignores GOAWAY cannot hold it. The 5 s are
-//     net/http's allowance for a new connection; a used one gets them too
-//     because closing a QUIC connection drops response data not yet
-//     acknowledged. "Running" starts when the handler is called: a request
-//     whose header is still arriving does not count. If its context ends
-//     first, Shutdown returns the context's error at once, as net/http's;
-//     HTTP/3 handlers still running finish in the background, as after
-//     Close. Close ends every listener and connection at once; like
+//     goroutine behind. As net/http closes a new TCP connection that has
+//     sent no request for 5 s, Shutdown closes (H3_NO_ERROR) an HTTP/3
+//     connection on which no handler was ever called once it is 5 s old.
+//     An HTTP/3 connection that has run a handler is not closed by the
+//     server, even when idle, because closing a QUIC connection discards
+//     response data still queued or unread (TCP delivers it after close):
+//     it is left to GOAWAY and Shutdown's context, as quic-go's own
+//     Shutdown leaves it. So a client that made a request and ignores
+//     GOAWAY holds Shutdown until its context ends (forever with
+//     context.Background()); give Shutdown a deadline. "Called" means the
+//     handler started: a request whose header is still arriving does not
+//     count. If its context ends first, Shutdown returns the context's
+//     error at once, as net/http's; HTTP/3 handlers still running finish
+//     in the background, as after Close. Close ends every listener and connection at once; like
 //     net/http's it does not wait for handlers, so one goroutine waits in
 //     the background for HTTP/3 handlers still running (their contexts are
 //     cancelled) and exits when they return.

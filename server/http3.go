@@ -97,8 +97,8 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	return h3
 }
 
-// h3Handler runs every HTTP/3 request: it counts the request on its
-// connection (for Shutdown's idle closing), gives it the read and write
+// h3Handler runs every HTTP/3 request: it marks its connection used (so
+// that Shutdown's idle closing leaves it to GOAWAY), gives it the read and write
 // deadlines net/http gives a TCP connection per request (ReadTimeout,
 // WriteTimeout; zero sets none) on the request stream before the handler
 // runs, and logs a handler's panic as net/http does.
@@ -116,8 +116,7 @@ type streamDeadlines interface {
 func (h *h3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.logPanic(r)
 	if a, ok := r.Context().Value(activityKey{}).(*connActivity); ok {
-		a.begin()
-		defer a.end()
+		a.markUsed()
 	}
 	if h.read > 0 || h.write > 0 {
 		if d, ok := w.(streamDeadlines); ok {

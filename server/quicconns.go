@@ -9,43 +9,43 @@ import (
 	"github.com/quic-go/quic-go/http3"
 )
 
-// drainIdleAfter is how long an HTTP/3 connection must have been without a
-// running handler before Shutdown closes it. It is net/http's allowance for
-// a new TCP connection that has not sent a request yet. net/http closes a
-// used idle TCP connection at once, because the kernel still delivers the
-// bytes already written; closing a QUIC connection drops response data not
-// yet acknowledged, so a used HTTP/3 connection gets the same allowance,
-// counted from its last handler's return. Clients that honour GOAWAY close
-// the connection themselves long before.
+// drainIdleAfter is how long Shutdown gives an HTTP/3 connection that has
+// never run a handler, counted from the connection's start, before closing
+// it: net/http's allowance for a new TCP connection that has not sent a
+// request. A connection that has run a handler is never closed this way,
+// even once idle: its last response may still be queued or unread (flow
+// control), and closing a QUIC connection discards it, where the kernel
+// still delivers bytes written to a closed TCP connection. Such a
+// connection is left to GOAWAY and Shutdown's context, as quic-go's own
+// Shutdown leaves it.
 const drainIdleAfter = 5 * time.Second
 
 // quicConns is the set of open HTTP/3 connections, so that Close can end
 // them with CONNECTION_CLOSE (closing the quic.Transport alone drops them
 // silently, and clients would wait for their idle timeout) and Shutdown can
-// close those left idle by a client that ignores GOAWAY. It costs a map
-// insert and delete per connection, and a lock per request to count it.
+// close those a client opened and never used. It costs a map insert and
+// delete per connection, and a lock per request to mark it used.
 type quicConns struct {
 	// idleAfter replaces drainIdleAfter when positive; tests shorten it.
 	idleAfter time.Duration
 
 	mu       sync.Mutex // guards conns and draining
 	conns    map[*quic.Conn]*connActivity
-	draining bool // Shutdown has begun: idle connections get closed
+	draining bool // Shutdown has begun: unused connections get closed
 }
 
-// connActivity counts the handlers running on one HTTP/3 connection. A
-// connection is idle when none is; while draining, a timer closes it once
-// it has been idle for the allowance.
+// connActivity records whether a handler has run on one HTTP/3 connection.
+// While draining, a timer closes a connection that never ran one once it
+// is drainIdleAfter old.
 type connActivity struct {
 	conn      *quic.Conn
 	idleAfter time.Duration
+	start     time.Time // when the connection was added
 
-	mu        sync.Mutex // guards the fields below
-	inFlight  int        // handlers running
-	idleSince time.Time  // when inFlight last became zero, or the connection was added
-	draining  bool
-	closed    bool        // the connection has ended; no timer may be armed
-	timer     *time.Timer // closes the connection once idle long enough; nil until needed
+	mu     sync.Mutex  // guards the fields below
+	used   bool        // a handler has been called on the connection
+	closed bool        // the connection has ended; no timer may be armed
+	timer  *time.Timer // closes the unused connection; nil until draining
 }
 
 // activityKey is the connection context key under which the HTTP/3
@@ -53,9 +53,9 @@ type connActivity struct {
 type activityKey struct{}
 
 // add records c until its context ends (the connection closed) and returns
-// its activity counter.
+// its activity record.
 func (q *quicConns) add(c *quic.Conn) *connActivity {
-	a := &connActivity{conn: c, idleAfter: q.idleAfter, idleSince: time.Now()}
+	a := &connActivity{conn: c, idleAfter: q.idleAfter, start: time.Now()}
 	if a.idleAfter <= 0 {
 		a.idleAfter = drainIdleAfter
 	}
@@ -93,8 +93,8 @@ func (q *quicConns) snapshot(drain bool) []*connActivity {
 	return open
 }
 
-// drain starts closing connections as they become idle (see
-// drainIdleAfter), the HTTP/3 side of net/http's closing of idle
+// drain starts closing connections that never ran a handler (see
+// drainIdleAfter), the HTTP/3 side of net/http's closing of new idle
 // connections during Shutdown.
 func (q *quicConns) drain() {
 	for _, a := range q.snapshot(true) {
@@ -109,64 +109,38 @@ func (q *quicConns) closeAll() {
 	}
 }
 
-// begin counts a handler starting.
-func (a *connActivity) begin() {
+// markUsed records that a handler runs on the connection: from now on the
+// idle timer leaves it alone.
+func (a *connActivity) markUsed() {
 	a.mu.Lock()
-	a.inFlight++
-	a.mu.Unlock()
-}
-
-// end counts a handler returning; while draining, the last one arms the
-// idle timer.
-func (a *connActivity) end() {
-	a.mu.Lock()
-	a.inFlight--
-	if a.inFlight == 0 {
-		a.idleSince = time.Now()
-		if a.draining {
-			a.armLocked(a.idleAfter)
+	if !a.used {
+		a.used = true
+		if a.timer != nil {
+			a.timer.Stop()
 		}
 	}
 	a.mu.Unlock()
 }
 
+// startDrain arms the timer that closes the connection drainIdleAfter after
+// its start (at once if it is older) unless a handler has run on it.
 func (a *connActivity) startDrain() {
 	a.mu.Lock()
-	a.draining = true
-	if a.inFlight == 0 {
-		a.armLocked(time.Until(a.idleSince.Add(a.idleAfter)))
+	if !a.used && !a.closed && a.timer == nil {
+		a.timer = time.AfterFunc(time.Until(a.start.Add(a.idleAfter)), a.closeIfUnused)
 	}
 	a.mu.Unlock()
 }
 
-// armLocked (re)starts the idle timer to fire after d (at once when d <=
-// 0). a.mu is held.
-func (a *connActivity) armLocked(d time.Duration) {
-	if a.closed {
-		return
-	}
-	if a.timer == nil {
-		a.timer = time.AfterFunc(d, a.closeIfIdle)
-	} else {
-		a.timer.Reset(d)
-	}
-}
-
-// closeIfIdle is the idle timer: it closes the connection if no handler
-// has run for the allowance, or re-arms for the rest of it.
-func (a *connActivity) closeIfIdle() {
+// closeIfUnused is the drain timer: it closes the connection unless a
+// handler has started on it meanwhile.
+func (a *connActivity) closeIfUnused() {
 	a.mu.Lock()
-	if a.inFlight > 0 || a.closed {
-		a.mu.Unlock() // the last handler to return re-arms
-		return
-	}
-	if rest := time.Until(a.idleSince.Add(a.idleAfter)); rest > 0 {
-		a.armLocked(rest)
-		a.mu.Unlock()
-		return
-	}
+	skip := a.used || a.closed
 	a.mu.Unlock()
-	a.close()
+	if !skip {
+		a.close()
+	}
 }
 
 // close closes the connection with H3_NO_ERROR, outside any lock.
@@ -174,7 +148,7 @@ func (a *connActivity) close() {
 	a.conn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 }
 
-// stop disarms the idle timer once the connection has ended.
+// stop disarms the drain timer once the connection has ended.
 func (a *connActivity) stop() {
 	a.mu.Lock()
 	a.closed = true

@@ -40,8 +40,9 @@ func (s *Server) stop() running {
 // the TCP listener and the QUIC listener (new connections are refused),
 // sends HTTP/3 GOAWAY, closes idle TCP connections, waits for in-flight
 // requests on every protocol to finish, then closes the UDP socket and
-// returns. An HTTP/3 connection the client keeps open is closed once it has
-// had no handler running for 5 seconds (see the package contract).
+// returns. An HTTP/3 connection on which no handler ever ran is closed once
+// it is 5 seconds old; one that ran a handler is left for the client to
+// close after GOAWAY, or until ctx ends (see the package contract).
 // Functions given to RegisterOnShutdown start when it begins.
 //
 // If ctx ends first, Shutdown returns ctx's error at once, as net/http's
@@ -71,7 +72,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// for past ctx: it exits when the last HTTP/3 handler returns.
 		go func() { h3Done <- r.h3.Shutdown(ctx) }()
 		// GOAWAY alone leaves a connection open until the client closes it;
-		// close those left idle, as net/http closes idle connections.
+		// close those never used, as net/http closes new idle connections.
 		s.quicConns.drain()
 	}
 	tcpErr := r.inner.Shutdown(ctx)

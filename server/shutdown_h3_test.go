@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -67,13 +69,17 @@ func TestShutdownContextEndsWhileHandlerIgnoresIt(t *testing.T) {
 	}
 }
 
-// TestShutdownClosesIdleClients checks that Shutdown does not wait for a
-// client that keeps its connection open without a request in flight: a
-// client that connected and never sent a request, and an HTTP/3 client that
-// made one request and ignores GOAWAY. net/http closes such TCP connections
-// (the control row: a new connection counts idle after 5s); HTTP/3 ones are
-// closed after drainIdleAfter without a running handler. Both QUIC clients
-// keep the connection alive with PINGs, so only the server can end it.
+// TestShutdownClosesIdleClients checks which idle clients Shutdown closes.
+// A client that connected and never sent a request does not hold Shutdown:
+// net/http closes such a TCP connection (the control row: a new connection
+// counts idle after 5s), and an HTTP/3 one is closed drainIdleAfter after
+// its start. An HTTP/3 client that made a request and ignores GOAWAY keeps
+// its connection, and Shutdown waits for its context, as quic-go's own
+// Shutdown does: closing a used QUIC connection could discard a response
+// not yet delivered (TestShutdownDeliversSlowHTTP3Download). That row cuts
+// the allowance to 1ms, so a wrong closing would show as a nil Shutdown.
+// The QUIC clients keep the connection alive with PINGs, so only the server
+// can end it.
 func TestShutdownClosesIdleClients(t *testing.T) {
 	// drainIdleAfter (5s) plus slack; this bound only tells a hang (until
 	// the context ends) from a pass.
@@ -91,7 +97,10 @@ func TestShutdownClosesIdleClients(t *testing.T) {
 		name string
 		// connect leaves one idle client connected to addr and returns its
 		// close.
-		connect func(t *testing.T, addr string) (closeConn func())
+		connect   func(t *testing.T, addr string) (closeConn func())
+		idleAfter time.Duration // 0: drainIdleAfter
+		timeout   time.Duration // Shutdown's context
+		want      error
 	}{
 		{"TCP never used", func(t *testing.T, addr string) func() {
 			c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: testCert.Pool, NextProtos: []string{"http/1.1"}})
@@ -99,7 +108,7 @@ func TestShutdownClosesIdleClients(t *testing.T) {
 				t.Fatal(err)
 			}
 			return func() { c.Close() }
-		}},
+		}, 0, patience, nil},
 		{"HTTP/3 never used", func(t *testing.T, addr string) func() {
 			conn := quicDial(t, addr)
 			// The server's control stream (its SETTINGS) shows that the
@@ -109,7 +118,7 @@ func TestShutdownClosesIdleClients(t *testing.T) {
 				t.Fatal(err)
 			}
 			return func() { conn.CloseWithError(0, "") }
-		}},
+		}, 0, patience, nil},
 		{"HTTP/3 after a request, GOAWAY ignored", func(t *testing.T, addr string) func() {
 			conn := quicDial(t, addr)
 			// A raw client conn whose unidirectional streams are never
@@ -126,26 +135,81 @@ func TestShutdownClosesIdleClients(t *testing.T) {
 				t.Fatalf("request before going idle: %q, %v", b, err)
 			}
 			return func() { conn.CloseWithError(0, "") }
-		}},
+		}, time.Millisecond, time.Second, context.DeadlineExceeded},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			t.Parallel()
-			st := startTLS(t, &http.Server{Handler: echoProto}, nil)
+			st := startTLS(t, &http.Server{Handler: echoProto}, func(s *Server) { s.quicConns.idleAfter = row.idleAfter })
 			closeConn := row.connect(t, net.JoinHostPort("127.0.0.1", st.port))
 			defer closeConn()
-			ctx, cancel := context.WithTimeout(context.Background(), patience)
+			ctx, cancel := context.WithTimeout(context.Background(), row.timeout)
 			defer cancel()
-			if err := st.srv.Shutdown(ctx); err != nil {
-				t.Fatalf("Shutdown with one idle client: %v, want nil", err)
+			if err := st.srv.Shutdown(ctx); !errors.Is(err, row.want) {
+				t.Fatalf("Shutdown with one idle client: %v, want %v", err, row.want)
 			}
 		})
 	}
 }
 
+// TestShutdownDeliversSlowHTTP3Download checks that Shutdown does not cut
+// a response its handler has finished writing but the client has not read
+// yet: a slow reader gets every byte and io.EOF, and Shutdown returns nil
+// once the client, having seen GOAWAY, closes the connection. The
+// allowance is cut to 1ms, so a connection closed once its handler
+// returned would lose the data quic-go still holds for flow control.
+func TestShutdownDeliversSlowHTTP3Download(t *testing.T) {
+	const size = 2 << 20 // well over quic-go's flow-control windows
+	payload := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	returned := make(chan struct{})
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(returned)
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		w.Write(payload)
+	})}
+	st := startTLS(t, hs, func(s *Server) { s.quicConns.idleAfter = time.Millisecond })
+	resp, err := newClient(t, h3).Get(st.url("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	shutdownDone := make(chan error, 1)
+	go func() { shutdownDone <- st.srv.Shutdown(context.Background()) }()
+	var got int
+	var rerr error
+	readsAfterReturn := 0 // reads that began after the handler returned
+	buf := make([]byte, 16<<10)
+	for {
+		select {
+		case <-returned:
+			readsAfterReturn++
+		default:
+		}
+		n, err := resp.Body.Read(buf)
+		got += n
+		if err != nil {
+			rerr = err
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got != size || rerr != io.EOF {
+		t.Errorf("response truncated at %d of %d bytes by Shutdown: %v", got, size, rerr)
+	}
+	// The handler's Write returns once the last bytes are sent; they sit
+	// unread in the client's receive window, so reads must follow.
+	if readsAfterReturn < 2 {
+		t.Errorf("%d reads after the handler returned; the test did not read a finished response", readsAfterReturn)
+	}
+	if err := <-shutdownDone; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
+
 // TestShutdownKeepsBusyHTTP3Connections checks that the idle closing never
-// takes a connection with a handler running: with the allowance cut to
-// 1ms, a request in flight while Shutdown waits still completes.
+// takes a connection with a handler running, nor its response once the
+// handler returned: with the allowance cut to 1ms, a request in flight
+// while Shutdown waits still completes.
 func TestShutdownKeepsBusyHTTP3Connections(t *testing.T) {
 	h := newBlockingHandler()
 	st := startTLS(t, &http.Server{Handler: h}, func(s *Server) { s.quicConns.idleAfter = time.Millisecond })
