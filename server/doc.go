@@ -60,7 +60,9 @@
 //     in the background, as after Close. Close ends every listener and connection at once; like
 //     net/http's it does not wait for handlers, so one goroutine waits in
 //     the background for HTTP/3 handlers still running (their contexts are
-//     cancelled) and exits when they return.
+//     cancelled) and exits when they return. A Shutdown waiting when Close
+//     is called, or called after it, returns nil without waiting for them,
+//     as net/http's does.
 //   - ListenerOptions are applied once to each accepted TCP connection, on
 //     the accepting goroutine, through a sockopt.Guard; nothing is applied per
 //     request. ReusePort sets SO_REUSEPORT on the TCP and UDP sockets before

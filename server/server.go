@@ -91,6 +91,8 @@ type Server struct {
 	onShutdown []func()      // appended only, so a copy of the slice header is a stable snapshot
 	keepAlives *bool         // last SetKeepAlivesEnabled value, nil if never called
 	serveDone  chan struct{} // closed when Serve's HTTP/3 goroutine ended
+	closed     chan struct{} // closed by Close; made by the first stop
+	closeDone  bool          // closed has been closed
 }
 
 type state int

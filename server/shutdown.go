@@ -20,6 +20,7 @@ type running struct {
 	transport *quic.Transport
 	quicLn    http3.QUICListener
 	serveDone chan struct{}
+	closed    <-chan struct{} // closed by Close
 }
 
 // stop marks the Server closed, stops advertising HTTP/3 and returns what
@@ -31,6 +32,10 @@ func (s *Server) stop() running {
 		inner: s.inner, tcp: s.tcp, udp: s.udp, h3: s.h3,
 		transport: s.transport, quicLn: s.quicLn, serveDone: s.serveDone,
 	}
+	if s.closed == nil {
+		s.closed = make(chan struct{})
+	}
+	r.closed = s.closed
 	s.altSvc.Store(nil)
 	s.mu.Unlock()
 	return r
@@ -80,6 +85,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if h3Done != nil {
 		select {
 		case h3Err = <-h3Done:
+		case <-r.closed:
+			// Close dropped every connection; handlers still running
+			// finish in the background, and net/http's Shutdown returns
+			// nil once Close has emptied it.
 		case <-ctx.Done():
 			s.quicConns.closeAll()
 			h3Err = ctx.Err()
@@ -103,8 +112,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close ends the Server at once: listeners and every connection on all
 // protocols are closed, and in-flight requests see their contexts
 // cancelled. Like http.Server.Close it does not wait for handlers to
-// return; an HTTP/3 handler still running finishes in the background. It
-// returns the first error from closing the listeners.
+// return; an HTTP/3 handler still running finishes in the background. A
+// Shutdown running or called later returns nil without waiting for such
+// handlers, as net/http's does after Close. It returns the first error
+// from closing the listeners.
 func (s *Server) Close() error {
 	r := s.stop()
 	err := s.closeRunning(r)
@@ -121,6 +132,12 @@ func (s *Server) closeNow() {
 }
 
 func (s *Server) closeRunning(r running) error {
+	s.mu.Lock()
+	if !s.closeDone {
+		s.closeDone = true
+		close(s.closed) // made by stop
+	}
+	s.mu.Unlock()
 	if r.inner == nil {
 		return nil
 	}
