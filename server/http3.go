@@ -78,8 +78,8 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	userConnContext := inner.ConnContext
 	connState := inner.ConnState
 	h3.ConnContext = func(ctx context.Context, c *quic.Conn) context.Context {
+		activity := conns.add(c)
 		ctx = cancelWithBase(ctx)
-		ctx = context.WithValue(ctx, activityKey{}, conns.add(c))
 		ctx = context.WithValue(ctx, http.ServerContextKey, inner)
 		qc := &QUICConn{conn: c}
 		if connState != nil {
@@ -92,7 +92,9 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 				panic("server: ConnContext returned nil") // net/http panics the same way
 			}
 		}
-		return ctx
+		// Added after the user's ConnContext, which need not derive from
+		// the context it is given: Shutdown must see every handler.
+		return context.WithValue(ctx, activityKey{}, activity)
 	}
 	return h3
 }

@@ -209,23 +209,40 @@ func TestShutdownDeliversSlowHTTP3Download(t *testing.T) {
 // TestShutdownKeepsBusyHTTP3Connections checks that the idle closing never
 // takes a connection with a handler running, nor its response once the
 // handler returned: with the allowance cut to 1ms, a request in flight
-// while Shutdown waits still completes.
+// while Shutdown waits still completes. The second row's ConnContext does
+// not derive from the context it is given (net/http allows it; only values
+// are lost): that must not hide the connection's handlers from Shutdown.
 func TestShutdownKeepsBusyHTTP3Connections(t *testing.T) {
-	h := newBlockingHandler()
-	st := startTLS(t, &http.Server{Handler: h}, func(s *Server) { s.quicConns.idleAfter = time.Millisecond })
-	inFlight := fetch(newClient(t, h3), st.url("/"))
-	<-h.entered
-	shutdownDone := make(chan error, 1)
-	go func() { shutdownDone <- st.srv.Shutdown(context.Background()) }()
-	// Once Serve has returned Shutdown is under way; the pause gives a
-	// wrong 1ms closing ample time to act.
-	st.waitServe()
-	time.Sleep(100 * time.Millisecond)
-	close(h.release)
-	if r := <-inFlight; r.err != nil || r.status != 200 || r.body != "done" {
-		t.Fatalf("request in flight during Shutdown: %+v, want 200 \"done\"", r)
+	type userKey struct{}
+	rows := []struct {
+		name        string
+		connContext func(context.Context, net.Conn) context.Context
+	}{
+		{"no ConnContext", nil},
+		{"ConnContext from context.Background", func(context.Context, net.Conn) context.Context {
+			return context.WithValue(context.Background(), userKey{}, 1)
+		}},
 	}
-	if err := <-shutdownDone; err != nil {
-		t.Fatalf("Shutdown: %v", err)
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			h := newBlockingHandler()
+			hs := &http.Server{Handler: h, ConnContext: row.connContext}
+			st := startTLS(t, hs, func(s *Server) { s.quicConns.idleAfter = time.Millisecond })
+			inFlight := fetch(newClient(t, h3), st.url("/"))
+			<-h.entered
+			shutdownDone := make(chan error, 1)
+			go func() { shutdownDone <- st.srv.Shutdown(context.Background()) }()
+			// Once Serve has returned Shutdown is under way; the pause
+			// gives a wrong 1ms closing ample time to act.
+			st.waitServe()
+			time.Sleep(100 * time.Millisecond)
+			close(h.release)
+			if r := <-inFlight; r.err != nil || r.status != 200 || r.body != "done" {
+				t.Fatalf("request in flight during Shutdown: %+v, want 200 \"done\"", r)
+			}
+			if err := <-shutdownDone; err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+		})
 	}
 }
