@@ -73,8 +73,9 @@ func (h *errorLogHandler) WithGroup(name string) slog.Handler {
 // logPanic, deferred by the HTTP/3 handler, logs a handler's panic the way
 // net/http does ("http3: panic serving ADDR: VALUE" and the stack; nothing
 // for http.ErrAbortHandler), then panics with http.ErrAbortHandler so that
-// quic-go resets the stream without logging it a second time.
-func (h *h3Handler) logPanic(r *http.Request) {
+// quic-go resets the stream without logging it a second time. addr is the
+// client's address as the request arrived with it.
+func (h *h3Handler) logPanic(addr string) {
 	p := recover()
 	if p == nil {
 		return
@@ -83,7 +84,7 @@ func (h *h3Handler) logPanic(r *http.Request) {
 		const size = 64 << 10 // as net/http
 		buf := make([]byte, size)
 		buf = buf[:runtime.Stack(buf, false)]
-		msg := fmt.Sprintf("http3: panic serving %v: %v\n%s", r.RemoteAddr, p, buf)
+		msg := fmt.Sprintf("http3: panic serving %v: %v\n%s", addr, p, buf)
 		if h.errorLog != nil {
 			h.errorLog.Print(msg)
 		} else {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"log"
 	"net"
 	"net/http"
 	"reflect"
@@ -10,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 type ctxKey string
@@ -165,43 +162,5 @@ func TestHTTP3Limits(t *testing.T) {
 	}
 	if hh, ok := h3.Handler.(*h3Handler); !ok || hh.read != 5*time.Second || hh.write != 4*time.Second {
 		t.Errorf("HTTP/3 handler %#v does not set per-request deadlines from ReadTimeout/WriteTimeout", h3.Handler)
-	}
-}
-
-// TestErrorLogReceivesHandlerPanic checks that a panicking handler is
-// reported to the http.Server's ErrorLog on every protocol in net/http's
-// shape: "PREFIX: panic serving ADDR: VALUE" and the stack, the prefix
-// naming the protocol as net/http's HTTP/2 server does ("http2:").
-func TestErrorLogReceivesHandlerPanic(t *testing.T) {
-	for _, row := range []struct {
-		p      protocol
-		prefix string
-	}{
-		{h1, "http: "}, {h2, "http2: "}, {h3, "http3: "},
-	} {
-		t.Run(string(row.p), func(t *testing.T) {
-			var buf testpeer.SyncBuffer
-			hs := &http.Server{
-				ErrorLog: log.New(&buf, "test: ", 0),
-				Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					panic("boom")
-				}),
-			}
-			st := startTLS(t, hs, nil)
-			resp, err := newClient(t, row.p).Get(st.url("/"))
-			if err == nil {
-				resp.Body.Close()
-			}
-			st.srv.Close()
-			st.waitServe()
-			got := buf.String()
-			want := "test: " + row.prefix + "panic serving 127.0.0.1:"
-			if !strings.HasPrefix(got, want) || !strings.Contains(got, ": boom\ngoroutine ") {
-				t.Fatalf("ErrorLog got %q, want %q...\": boom\" and the stack", got, want)
-			}
-			if strings.Count(got, "panic serving") != 1 {
-				t.Fatalf("ErrorLog got %q, want the panic once", got)
-			}
-		})
 	}
 }

@@ -116,7 +116,9 @@ type streamDeadlines interface {
 }
 
 func (h *h3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	defer h.logPanic(r)
+	// The address is taken now, as net/http logs the connection's: a
+	// middleware may rewrite r.RemoteAddr before the handler panics.
+	defer h.logPanic(r.RemoteAddr)
 	if a, ok := r.Context().Value(activityKey{}).(*connActivity); ok {
 		a.markUsed()
 	}
