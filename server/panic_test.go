@@ -5,9 +5,45 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferryhttp/ferry/internal/testpeer"
 )
+
+// logWriteBound only tells a missing log line from a late one; a logged
+// panic arrives within milliseconds.
+const logWriteBound = 10 * time.Second
+
+// signalledLog is an ErrorLog destination that signals each write (a
+// log.Logger writes each line with one Write), so that a test can wait for
+// a line written on the server's goroutine after the client has seen the
+// response end, as net/http's HTTP/2 server does (RST_STREAM first).
+type signalledLog struct {
+	testpeer.SyncBuffer
+	wrote chan struct{} // one token per write, never blocking the writer
+}
+
+func newSignalledLog() *signalledLog { return &signalledLog{wrote: make(chan struct{}, 16)} }
+
+func (l *signalledLog) Write(p []byte) (int, error) {
+	n, err := l.SyncBuffer.Write(p)
+	select {
+	case l.wrote <- struct{}{}:
+	default:
+	}
+	return n, err
+}
+
+// wait returns once a line has been written, or fails t after
+// logWriteBound.
+func (l *signalledLog) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-l.wrote:
+	case <-time.After(logWriteBound):
+		t.Fatalf("nothing written to ErrorLog within %v", logWriteBound)
+	}
+}
 
 // TestErrorLogReceivesHandlerPanic checks that a panicking handler is
 // reported to the http.Server's ErrorLog on every protocol in net/http's
@@ -23,9 +59,9 @@ func TestErrorLogReceivesHandlerPanic(t *testing.T) {
 		{h1, "http: "}, {h2, "http2: "}, {h3, "http3: "},
 	} {
 		t.Run(string(row.p), func(t *testing.T) {
-			var logged testpeer.SyncBuffer
+			logged := newSignalledLog()
 			hs := &http.Server{
-				ErrorLog: log.New(&logged, "test: ", 0),
+				ErrorLog: log.New(logged, "test: ", 0),
 				Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					r.RemoteAddr = "203.0.113.9:1"
 					panic("boom")
@@ -36,6 +72,7 @@ func TestErrorLogReceivesHandlerPanic(t *testing.T) {
 			if err == nil {
 				resp.Body.Close()
 			}
+			logged.wait(t)
 			st.srv.Close()
 			st.waitServe()
 			got := logged.String()
@@ -60,9 +97,9 @@ func TestErrorLogReceivesHandlerPanic(t *testing.T) {
 func TestHandlerPanicAbortsResponse(t *testing.T) {
 	for _, p := range []protocol{h1, h3} {
 		t.Run(string(p), func(t *testing.T) {
-			var logged testpeer.SyncBuffer
+			logged := newSignalledLog()
 			hs := &http.Server{
-				ErrorLog: log.New(&logged, "", 0),
+				ErrorLog: log.New(logged, "", 0),
 				Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if r.URL.Path == "/abort" {
 						panic(http.ErrAbortHandler)
