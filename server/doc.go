@@ -11,7 +11,13 @@
 //     the bare server would. Changes to the user's struct after serving
 //     started have no effect; its methods (Shutdown, Close,
 //     RegisterOnShutdown, SetKeepAlivesEnabled) do not reach the running
-//     server — call the wrapper's.
+//     server — call the wrapper's. In particular, golang.org/x/net's
+//     http2.ConfigureServer registers its graceful-shutdown hook with the
+//     user's struct (RegisterOnShutdown), which the private copy never
+//     runs: on Shutdown, idle HTTP/2 clients of such a server are not sent
+//     GOAWAY and hold Shutdown until they leave or its context ends.
+//     net/http's own HTTP/2 is unaffected; configure it through the
+//     http.Server's HTTP2 and Protocols fields instead of ConfigureServer.
 //   - ListenTLS / ListenAndServeTLS bind TCP first, then UDP on the port the
 //     kernel gave TCP (retrying a few times with a fresh TCP port when the
 //     port was chosen by the kernel and that UDP port is taken). HTTP/3 uses
@@ -55,14 +61,16 @@
 //     GOAWAY holds Shutdown until its context ends (forever with
 //     context.Background()); give Shutdown a deadline. "Called" means the
 //     handler started: a request whose header is still arriving does not
-//     count. If its context ends first, Shutdown returns the context's
+//     count. If Shutdown's context ends first, it returns the context's
 //     error at once, as net/http's; HTTP/3 handlers still running finish
-//     in the background, as after Close. Close ends every listener and connection at once; like
-//     net/http's it does not wait for handlers, so one goroutine waits in
-//     the background for HTTP/3 handlers still running (their contexts are
-//     cancelled) and exits when they return. A Shutdown waiting when Close
-//     is called, or called after it, returns nil without waiting for them,
-//     as net/http's does.
+//     in the background, as after Close. Close ends every listener and
+//     connection at once; like net/http's it does not wait for handlers.
+//     HTTP/3 handlers still running (their contexts are cancelled) keep,
+//     besides their own goroutines, one goroutine of ours that waits for
+//     them and, in quic-go, one per connection on which a handler runs;
+//     all of these exit when the last handler returns. A Shutdown waiting
+//     when Close is called, or called after it, returns nil without waiting
+//     for them, as net/http's does.
 //   - ListenerOptions are applied once to each accepted TCP connection, on
 //     the accepting goroutine, through a sockopt.Guard; nothing is applied per
 //     request. ReusePort sets SO_REUSEPORT on the TCP and UDP sockets before

@@ -107,7 +107,10 @@ const (
 
 // Wrap returns a Server that serves hs (a nil hs serves a zero
 // http.Server). hs itself is never modified; its exported fields are copied
-// when listening starts.
+// when listening starts. Hooks registered with hs.RegisterOnShutdown,
+// including the one golang.org/x/net's http2.ConfigureServer registers to
+// send GOAWAY to idle HTTP/2 clients, do not run on the wrapper's Shutdown
+// (see the package contract).
 func Wrap(hs *http.Server) *Server {
 	if hs == nil {
 		hs = &http.Server{} // a nil server would panic later; serve defaults

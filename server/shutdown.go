@@ -53,9 +53,10 @@ func (s *Server) stop() running {
 // If ctx ends first, Shutdown returns ctx's error at once, as net/http's
 // does: HTTP/3 connections are closed (their request contexts are
 // cancelled), open TCP connections are left as net/http leaves them (call
-// Close), and handlers that ignore their context keep running; one
-// goroutine waits in the background for the HTTP/3 ones and exits when they
-// have returned.
+// Close), and handlers that ignore their context keep running. For the
+// HTTP/3 ones, one goroutine of ours waits in the background and quic-go
+// keeps one per connection on which a handler runs; they exit when the
+// last handler has returned.
 // Shutdown before anything was bound starts the RegisterOnShutdown
 // functions, returns nil and makes the Server unusable, as every later call
 // does.
@@ -112,10 +113,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close ends the Server at once: listeners and every connection on all
 // protocols are closed, and in-flight requests see their contexts
 // cancelled. Like http.Server.Close it does not wait for handlers to
-// return; an HTTP/3 handler still running finishes in the background. A
-// Shutdown running or called later returns nil without waiting for such
-// handlers, as net/http's does after Close. It returns the first error
-// from closing the listeners.
+// return; an HTTP/3 handler still running finishes in the background,
+// with a goroutine of ours and one of quic-go's per connection waiting for
+// it (see the package contract). A Shutdown running or called later
+// returns nil without waiting for such handlers, as net/http's does after
+// Close. It returns the first error from closing the listeners.
 func (s *Server) Close() error {
 	r := s.stop()
 	err := s.closeRunning(r)
