@@ -21,6 +21,34 @@ import (
 	"go.uber.org/goleak"
 )
 
+// poolAfterCancelledDial returns impl's transport (MaxConnsPerHost 1) with
+// one idle connection in its pool that was dialled for a request cancelled
+// (CancelRequest) while its dial was held, and the server it reaches.
+// net/http returns from the cancelled request before the dial ends; ferry
+// dials on the request's goroutine, so the dial is let go first.
+func poolAfterCancelledDial(t *testing.T, impl string) (http.RoundTripper, *gatedServer) {
+	t.Helper()
+	srv := startGatedServer(t)
+	d := newHeldDialer(true, false)
+	std := &http.Transport{MaxConnsPerHost: 1, DialContext: d.DialContext}
+	var rt http.RoundTripper = std
+	if impl == "ferry" {
+		rt = From(std)
+	}
+	req, cancel := withCancelRequest(boundedReq(t, srv.URL+"/first"))
+	res := roundTripAsync(rt, req)
+	d.waitForDial(t)
+	cancel(rt)
+	if impl == "ferry" {
+		d.finish()
+		<-res
+	} else {
+		<-res
+		d.finish()
+	}
+	return rt, srv
+}
+
 // TestGotConnReusedAfterCancelledDial: a connection dialled for a
 // request cancelled during its dial goes to the pool (giveBack, marked
 // reused) and the next request's GotConn says Reused: true; net/http says
@@ -29,24 +57,7 @@ import (
 func TestGotConnReusedAfterCancelledDial(t *testing.T) {
 	var got [2]bool
 	for i, impl := range []string{"nethttp", "ferry"} {
-		srv := startGatedServer(t)
-		d := newHeldDialer(true, false)
-		std := &http.Transport{MaxConnsPerHost: 1, DialContext: d.DialContext}
-		var rt http.RoundTripper = std
-		if impl == "ferry" {
-			rt = From(std)
-		}
-		req, cancel := withCancelRequest(boundedReq(t, srv.URL+"/first"))
-		res := roundTripAsync(rt, req)
-		d.waitForDial(t)
-		cancel(rt)
-		if impl == "ferry" {
-			d.finish()
-			<-res
-		} else {
-			<-res
-			d.finish()
-		}
+		rt, srv := poolAfterCancelledDial(t, impl)
 		var reused bool
 		next := newReq(t, "GET", srv.URL+"/next", nil)
 		next = next.WithContext(httptrace.WithClientTrace(next.Context(), &httptrace.ClientTrace{
@@ -411,24 +422,7 @@ func TestH2DialCancelledReleasesStream(t *testing.T) {
 func TestPooledAfterCancelRetried(t *testing.T) {
 	var got [2]observation
 	for i, impl := range []string{"nethttp", "ferry"} {
-		srv := startGatedServer(t)
-		d := newHeldDialer(true, false)
-		std := &http.Transport{MaxConnsPerHost: 1, DialContext: d.DialContext}
-		var rt http.RoundTripper = std
-		if impl == "ferry" {
-			rt = From(std)
-		}
-		req, cancel := withCancelRequest(boundedReq(t, srv.URL+"/first"))
-		res := roundTripAsync(rt, req)
-		d.waitForDial(t)
-		cancel(rt)
-		if impl == "ferry" {
-			d.finish()
-			<-res
-		} else {
-			<-res
-			d.finish()
-		}
+		rt, srv := poolAfterCancelledDial(t, impl)
 		// The server closes the idle connection, once it tracks it (its
 		// accept may trail the client's dial).
 		for deadline := time.Now().Add(rowTimeout); srv.connCount() < 1; {
