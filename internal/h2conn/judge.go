@@ -25,7 +25,9 @@ import (
 //     goroutine (one per connection at a time) asks State; a connection
 //     that turns out closing or closed is marked dead and closed once idle,
 //     and the pool is told (the OnStreamFree hook) so that its waiters look
-//     again.
+//     again. The checker waits for State at most PingTimeout (stateWithin);
+//     a State call still stuck behind the write lock goes on alone, on a
+//     goroutine of its own, until the write ends or the connection closes.
 //
 // A connection that stays full although ferry has no stream in use on it
 // is full of streams ferry has released and x/net still counts: a stream
@@ -38,7 +40,10 @@ import (
 // default): its acknowledgement clears x/net's pending resets (and the
 // hook wakes the waiters), while a server that leaves it unanswered is
 // unresponsive and the connection is marked dead and closed, as x/net's
-// health check closes a connection whose PING goes unanswered. net/http
+// health check closes a connection whose PING goes unanswered. So is one
+// whose State has not answered within PingTimeout (a write stuck for that
+// long, such as the cancelled request's RST_STREAM+PING to a server that
+// stopped reading): the PING could not even be written. net/http
 // (without MaxConnsPerHost's wait, see the transport) leaves such a
 // connection in its pool and dials another; marking it dead at once
 // instead would also cost the healthy connections whose resets are
@@ -54,6 +59,11 @@ type judgeState struct {
 	// pingIdle: a request found the connection full with no stream of
 	// ours in use since the checker last pinged.
 	pingIdle atomic.Bool
+	// stateAnswer: the answer of a State call that has not yet come back
+	// (stateWithin), nil when none is outstanding. Used only by the checker
+	// goroutine; running's compare-and-swap orders one checker after the
+	// previous one.
+	stateAnswer chan bool
 }
 
 // knownUnusable reports, without asking x/net, whether ferry knows the
@@ -113,11 +123,18 @@ func (c *Conn) checkOnce() {
 	if c.isDead() {
 		return
 	}
-	if c.confirmUnusable() {
+	unusable, answered := c.stateWithin(c.pingTimeout)
+	if unusable {
 		c.die()
 		return
 	}
 	if !c.judge.pingIdle.Swap(false) || !c.idleAndFull() {
+		return
+	}
+	if !answered {
+		// x/net's write lock has been held for PingTimeout: our PING could
+		// not even be written, let alone acknowledged in time.
+		c.die()
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.pingTimeout)
@@ -149,4 +166,31 @@ func (c *Conn) die() {
 		c.closeNow()
 	}
 	c.deathFreed()
+}
+
+// stateWithin asks x/net's State (confirmUnusable) and waits at most d.
+// Legacy State waits for x/net's write lock, which a write stuck on a peer
+// that does not read holds, so it is asked on a goroutine of its own;
+// answered is false when d passed first. That goroutine ends when the write
+// does or the connection is closed (closing the net.Conn fails the write);
+// until then the next check waits for the same answer instead of starting
+// another, so a connection has at most one.
+func (c *Conn) stateWithin(d time.Duration) (unusable, answered bool) {
+	if !stateTakesWriteLock {
+		return c.confirmUnusable(), true
+	}
+	if c.judge.stateAnswer == nil {
+		answer := make(chan bool, 1)
+		c.judge.stateAnswer = answer
+		go func() { answer <- c.confirmUnusable() }()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case u := <-c.judge.stateAnswer:
+		c.judge.stateAnswer = nil
+		return u, true
+	case <-t.C:
+		return false, false
+	}
 }
