@@ -131,8 +131,16 @@ func classify(err error) error {
 	switch {
 	case se.Code == http2.ErrCodeRefusedStream:
 		return &NotProcessedError{Reason: ReasonRefusedStream, Err: err}
-	case retriesProtocolReset && se.Code == http2.ErrCodeProtocol && se.Cause != nil && se.Cause.Error() == errTextFromPeer:
+	case retriesProtocolReset && peerProtocolReset(err):
 		return &NotProcessedError{Reason: ReasonProtocolReset, Err: err}
 	}
 	return err
+}
+
+// peerProtocolReset reports whether err is an RST_STREAM(PROTOCOL_ERROR) the
+// server sent. x/net then stops reusing the connection (doNotReuse) without
+// telling anyone, so ferry marks it dead itself (roundtrip.go).
+func peerProtocolReset(err error) bool {
+	var se http2.StreamError
+	return errors.As(err, &se) && se.Code == http2.ErrCodeProtocol && se.Cause != nil && se.Cause.Error() == errTextFromPeer
 }

@@ -18,9 +18,11 @@ import (
 //   - at once, on the caller's goroutine, from what ferry itself knows:
 //     the connection marked dead (x/net reports GOAWAY and close through
 //     MarkDead, watch.go), its one request of a single-use connection
-//     started, or a request asking to close the connection started (x/net
-//     then takes no new stream). In wrapped mode, whose State takes no
-//     write lock, State is asked at once as well;
+//     started, a request asking to close the connection started (x/net
+//     then takes no new stream), or an RST_STREAM(PROTOCOL_ERROR) from the
+//     server seen by RoundTrip or a response body's Read (peerProtocolReset:
+//     x/net then sets doNotReuse and says so to no one). In wrapped mode,
+//     whose State takes no write lock, State is asked at once as well;
 //   - otherwise the connection is taken as alive and full, and a checker
 //     goroutine (one per connection at a time) asks State; a connection
 //     that turns out closing or closed is marked dead and closed once idle,

@@ -3,6 +3,7 @@ package h2conn
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -85,22 +86,29 @@ func TestProtocolErrorReset(t *testing.T) {
 	}
 }
 
-// TestProtocolResetNeedsCause: only a reset received from the peer counts;
-// the same code with another cause, or none, is x/net's own finding.
+// TestProtocolResetNeedsCause: only a reset received from the peer counts
+// (retried where the toolchain retries it, and always taken as the end of
+// the connection, peerProtocolReset); the same code with another cause, or
+// none, is x/net's own finding.
 func TestProtocolResetNeedsCause(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		err  error
 		want bool
+		peer bool
 	}{
-		{"from_peer", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol, Cause: errors.New("received from peer")}, protocolResetRetriedByToolchain},
-		{"no_cause", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol}, false},
-		{"client_cause", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol, Cause: errTest}, false},
-		{"other_code_from_peer", http2.StreamError{StreamID: 1, Code: http2.ErrCodeCancel, Cause: errors.New("received from peer")}, false},
+		{"from_peer", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol, Cause: errors.New("received from peer")}, protocolResetRetriedByToolchain, true},
+		{"no_cause", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol}, false, false},
+		{"client_cause", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol, Cause: errTest}, false, false},
+		{"other_code_from_peer", http2.StreamError{StreamID: 1, Code: http2.ErrCodeCancel, Cause: errors.New("received from peer")}, false, false},
+		{"wrapped_from_peer", fmt.Errorf("read: %w", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol, Cause: errors.New("received from peer")}), protocolResetRetriedByToolchain, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := IsRetryable(classify(tc.err)); got != tc.want {
 				t.Fatalf("IsRetryable(classify(%v)) = %v, want %v", tc.err, got, tc.want)
+			}
+			if got := peerProtocolReset(tc.err); got != tc.peer {
+				t.Fatalf("peerProtocolReset(%v) = %v, want %v", tc.err, got, tc.peer)
 			}
 		})
 	}

@@ -83,6 +83,9 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 
 	resp, err := c.cc.RoundTrip(req)
 	if err != nil {
+		if peerProtocolReset(err) {
+			c.markDead() // x/net will not reuse it; released below, closed then
+		}
 		err = classify(err)
 		if np, ok := err.(*NotProcessedError); ok {
 			c.judgeNotProcessed(np)
@@ -182,6 +185,9 @@ type streamBody struct {
 func (b *streamBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	if err != nil && !b.released.Load() {
+		if peerProtocolReset(err) {
+			b.c.markDead() // x/net will not reuse it; finish closes it once idle
+		}
 		if err == io.EOF && b.closeAtEOF {
 			b.body.Close()
 		}
