@@ -92,7 +92,8 @@ func TestH2UnconfirmedResetUnderMaxConns(t *testing.T) {
 // never acknowledges PING. A second request on the new connection while
 // the first is in flight: net/http sends it at once; ferry waited for the
 // ack of its SETTINGS probe until the request's context ended. It now goes
-// out once the first response proves the SETTINGS were processed.
+// out once the first response proves the SETTINGS were processed (the
+// probe's own time limit is set out of reach, so only that can release it).
 func TestH2FirstRequestsWithoutPingAck(t *testing.T) {
 	compareImpls(t, func(t *testing.T, impl string) []any {
 		arrived := make(chan struct{}, 1)
@@ -107,7 +108,10 @@ func TestH2FirstRequestsWithoutPingAck(t *testing.T) {
 				return testpeer.H2OK(fr, id)
 			},
 		})
-		rt := implH2c(t, impl)
+		// ferry's SETTINGS probe gives up after PingTimeout; an hour, out of
+		// reach of B's hang guard, leaves only A's response to let B out.
+		rt := implClient(t, impl, &http.Transport{Protocols: protocolsOf("h2c"),
+			HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
 		url := "http://" + s.Addr()
 		doneA := make(chan observation, 1)
 		go func() { doneA <- observe(rt, newReq(t, "GET", url+"/a", nil)) }()
