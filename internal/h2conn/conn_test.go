@@ -676,3 +676,51 @@ func TestShutdown(t *testing.T) {
 		t.Fatal("Ping succeeded on a shut down conn")
 	}
 }
+
+// TestConnectionCloseRequestKnownAtOnce: a request asking to close the
+// connection (Request.Close, or Connection: close) makes x/net take no new
+// stream; ferry must know it without x/net's State (lastRound), not only
+// once the checker goroutine has run. The handler holds its response open
+// until the check: once the stream ends, x/net closes the connection itself
+// and ferry learns it that way, which would hide a missing lastRound.
+func TestConnectionCloseRequestKnownAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ask  func(*http.Request)
+	}{
+		{"request_close", func(r *http.Request) { r.Close = true }},
+		{"connection_header", func(r *http.Request) { r.Header.Set("Connection", "Close") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			endResponse := make(chan struct{})
+			s := startServer(t, false, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, "hello")
+				w.(http.Flusher).Flush()
+				select {
+				case <-endResponse:
+				case <-r.Context().Done():
+				}
+			}))
+			var once sync.Once
+			end := func() { once.Do(func() { close(endResponse) }) }
+			t.Cleanup(end) // before the server's cleanup
+			c := newConn(t, s, Config{})
+			req := newRequest(t, "GET", s.url("/"), nil)
+			tc.ask(req)
+			resp, err := c.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The stream is still open and its slot in use: no release
+			// check has run and x/net has not closed the connection.
+			if !c.knownUnusable() {
+				t.Fatal("ferry does not know that a request asking to close the connection went out")
+			}
+			end()
+			readAll(t, resp)
+			if c.Usable() {
+				t.Fatal("connection usable after a request asking to close it")
+			}
+		})
+	}
+}
