@@ -77,6 +77,22 @@ func (b *closeSignalBody) Close() error {
 	return nil
 }
 
+// startHungRequest starts request A (a GET of /a, which the test's server
+// leaves unanswered) on c on a goroutine of its own, and returns once the
+// server has seen its seen-th request, A; cancel ends A's context, and A's
+// result arrives on done.
+func startHungRequest(t *testing.T, c *Conn, srv *testpeer.H2Server, seen int) (cancel context.CancelFunc, done <-chan roundTripResult) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan roundTripResult, 1)
+	go func() {
+		resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/a", nil).WithContext(ctx))
+		res <- roundTripResult{resp, err}
+	}()
+	waitFor(t, "request A at the server", func() bool { _, n := srv.Counts(); return n == seen })
+	return cancel, res
+}
+
 // awaitSignal waits for ch, failing the test after a generous bound (it
 // asserts that an event happens, not how fast).
 func awaitSignal(t *testing.T, what string, ch <-chan struct{}) {
@@ -137,14 +153,8 @@ func TestReservedStreamRefusedOnFullConnKeepsConn(t *testing.T) {
 			if !c.ReserveStream() || !c.ReserveStream() {
 				t.Fatal("two streams not reserved on a connection allowing 2")
 			}
-			ctxA, cancelA := context.WithCancel(context.Background())
+			cancelA, doneA := startHungRequest(t, c, srv, 1)
 			defer cancelA()
-			doneA := make(chan roundTripResult, 1)
-			go func() {
-				resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/a", nil).WithContext(ctxA))
-				doneA <- roundTripResult{resp, err}
-			}()
-			waitFor(t, "request A at the server", func() bool { _, n := srv.Counts(); return n == 1 })
 
 			if tt.lowerLimit {
 				waitFor(t, "the lowered limit applied", func() bool { return c.cc.State().MaxConcurrentStreams == 1 })
@@ -242,14 +252,8 @@ func TestRefusalJudgedWithoutWaitingForStuckWrite(t *testing.T) {
 	if !c.ReserveStream() || !c.ReserveStream() {
 		t.Fatal("two streams not reserved on a connection allowing 2")
 	}
-	ctxA, cancelA := context.WithCancel(context.Background())
+	cancelA, doneA := startHungRequest(t, c, srv, 1)
 	defer cancelA()
-	doneA := make(chan roundTripResult, 1)
-	go func() {
-		resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/a", nil).WithContext(ctxA))
-		doneA <- roundTripResult{resp, err}
-	}()
-	waitFor(t, "request A at the server", func() bool { _, n := srv.Counts(); return n == 1 })
 	gc.hold()
 	cancelA()
 	awaitSignal(t, "the reset of request A being written", gc.blocked)

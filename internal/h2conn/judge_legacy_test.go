@@ -3,7 +3,6 @@
 package h2conn
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -52,17 +51,11 @@ func TestFullConnGivenUpWhileResetWriteStuck(t *testing.T) {
 	}
 	readAll(t, resp)
 
-	ctxA, cancelA := context.WithCancel(context.Background())
-	doneA := make(chan error, 1)
-	go func() {
-		_, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/a", nil).WithContext(ctxA))
-		doneA <- err
-	}()
-	waitFor(t, "request A at the server", func() bool { _, n := srv.Counts(); return n == 2 })
+	cancelA, doneA := startHungRequest(t, c, srv, 2)
 	gc.hold()
 	cancelA()
 	awaitSignal(t, "the reset of request A being written", gc.blocked)
-	if err := <-doneA; err == nil {
+	if ra := <-doneA; ra.err == nil {
 		t.Fatal("request A answered")
 	}
 	if c.ReserveStream() {
