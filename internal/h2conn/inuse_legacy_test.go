@@ -218,21 +218,8 @@ func TestMarkInUseTakesNothing(t *testing.T) {
 		streams <- id
 		return testpeer.H2OK(fr, id)
 	})
-	nc := dialH2(t, rs.Addr(), false)
-	c := &Conn{nc: nc, now: time.Now, peer: peerSettings{probed: make(chan struct{})}}
-	var cfg Config
-	t2, err := cfg.newTransports(deathWatch{c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := t2.NewClientConn(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.mu.Lock()
-	c.cc = cc
-	c.mu.Unlock()
-	defer cc.Close()
+	c, t2 := newWatchedConn(t, rs.Addr(), Config{}, func(c *Conn) http2.ClientConnPool { return deathWatch{c} })
+	cc := c.cc
 	if !cc.ReserveNewRequest() {
 		t.Fatal("no reservation")
 	}

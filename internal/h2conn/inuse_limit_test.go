@@ -4,7 +4,6 @@ package h2conn
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -62,24 +61,12 @@ func TestMarkInUseAfterPeerSettings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := serveZeroStreams(t)
-			nc, err := net.Dial("tcp", srv.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := &Conn{nc: nc, strict: tc.cfg.strict(), now: time.Now, peer: peerSettings{probed: make(chan struct{})}}
-			cw := &countingWatch{w: deathWatch{c}, retried: make(chan struct{})}
-			t2, err := tc.cfg.newTransports(cw)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cc, err := t2.NewClientConn(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.mu.Lock()
-			c.cc = cc
-			c.mu.Unlock()
-			defer cc.Close()
+			var cw *countingWatch
+			c, t2 := newWatchedConn(t, srv.Addr(), tc.cfg, func(c *Conn) http2.ClientConnPool {
+				cw = &countingWatch{w: deathWatch{c}, retried: make(chan struct{})}
+				return cw
+			})
+			cc := c.cc
 			// The ack comes after the server's SETTINGS: once it is in,
 			// x/net knows the limit is 0.
 			if err := cc.Ping(context.Background()); err != nil {
