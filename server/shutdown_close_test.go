@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"net/http"
-	"sync"
 	"testing"
 	"time"
 )
@@ -23,14 +21,7 @@ func TestShutdownReturnsAfterClose(t *testing.T) {
 				name = string(p) + "/Close before Shutdown"
 			}
 			t.Run(name, func(t *testing.T) {
-				h := &contextDeafHandler{entered: make(chan struct{}, 1), release: make(chan struct{})}
-				st := startTLS(t, &http.Server{Handler: h}, nil)
-				inFlight := fetch(newClient(t, p), st.url("/"))
-				<-h.entered
-				var once sync.Once
-				release := func() { once.Do(func() { close(h.release) }) }
-				defer func() { <-inFlight }()
-				defer release()
+				st, _ := startDeafRequest(t, p)
 
 				ctx, cancel := context.WithTimeout(context.Background(), ctxLong)
 				defer cancel()

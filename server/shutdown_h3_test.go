@@ -31,6 +31,25 @@ func (h *contextDeafHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write([]byte("late"))
 }
 
+// startDeafRequest serves a contextDeafHandler and returns once a request
+// over p is inside it. release lets the handler answer (it may be called
+// more than once); the test's cleanup releases it and waits for the
+// request, so nothing outlives the test.
+func startDeafRequest(t *testing.T, p protocol) (st *started, release func()) {
+	t.Helper()
+	h := &contextDeafHandler{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	st = startTLS(t, &http.Server{Handler: h}, nil)
+	inFlight := fetch(newClient(t, p), st.url("/"))
+	<-h.entered
+	var once sync.Once
+	release = func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(func() {
+		release()
+		<-inFlight
+	})
+	return st, release
+}
+
 // TestShutdownContextEndsWhileHandlerIgnoresIt checks that Shutdown returns
 // the context's error once its context ends, even though a handler that
 // ignores its context is still running, on HTTP/3 as net/http does on
@@ -42,14 +61,7 @@ func TestShutdownContextEndsWhileHandlerIgnoresIt(t *testing.T) {
 	const hangBound = 10 * time.Second
 	for _, p := range []protocol{h2, h3} {
 		t.Run(string(p), func(t *testing.T) {
-			h := &contextDeafHandler{entered: make(chan struct{}, 1), release: make(chan struct{})}
-			st := startTLS(t, &http.Server{Handler: h}, nil)
-			inFlight := fetch(newClient(t, p), st.url("/"))
-			<-h.entered
-			var once sync.Once
-			release := func() { once.Do(func() { close(h.release) }) }
-			defer func() { <-inFlight }()
-			defer release()
+			st, release := startDeafRequest(t, p)
 
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
