@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -24,7 +25,8 @@ const drainIdleAfter = 5 * time.Second
 // them with CONNECTION_CLOSE (closing the quic.Transport alone drops them
 // silently, and clients would wait for their idle timeout) and Shutdown can
 // close those a client opened and never used. It costs a map insert and
-// delete per connection, and a lock per request to mark it used.
+// delete per connection; a request on a connection already marked used
+// costs one atomic load.
 type quicConns struct {
 	// idleAfter replaces drainIdleAfter when positive; tests shorten it.
 	idleAfter time.Duration
@@ -42,8 +44,11 @@ type connActivity struct {
 	idleAfter time.Duration
 	start     time.Time // when the connection was added
 
-	mu     sync.Mutex  // guards the fields below
-	used   bool        // a handler has been called on the connection
+	// used: a handler has been called on the connection. Set under mu
+	// (with the timer stopped); read without it on the request path.
+	used atomic.Bool
+
+	mu     sync.Mutex  // guards the fields below, and orders used with them
 	closed bool        // the connection has ended; no timer may be armed
 	timer  *time.Timer // closes the unused connection; nil until draining
 }
@@ -112,9 +117,12 @@ func (q *quicConns) closeAll() {
 // markUsed records that a handler runs on the connection: from now on the
 // idle timer leaves it alone.
 func (a *connActivity) markUsed() {
+	if a.used.Load() {
+		return
+	}
 	a.mu.Lock()
-	if !a.used {
-		a.used = true
+	if !a.used.Load() {
+		a.used.Store(true)
 		if a.timer != nil {
 			a.timer.Stop()
 		}
@@ -126,7 +134,7 @@ func (a *connActivity) markUsed() {
 // its start (at once if it is older) unless a handler has run on it.
 func (a *connActivity) startDrain() {
 	a.mu.Lock()
-	if !a.used && !a.closed && a.timer == nil {
+	if !a.used.Load() && !a.closed && a.timer == nil {
 		a.timer = time.AfterFunc(time.Until(a.start.Add(a.idleAfter)), a.closeIfUnused)
 	}
 	a.mu.Unlock()
@@ -136,7 +144,7 @@ func (a *connActivity) startDrain() {
 // handler has started on it meanwhile.
 func (a *connActivity) closeIfUnused() {
 	a.mu.Lock()
-	skip := a.used || a.closed
+	skip := a.used.Load() || a.closed
 	a.mu.Unlock()
 	if !skip {
 		a.close()
