@@ -113,3 +113,58 @@ func TestProtocolResetNeedsCause(t *testing.T) {
 		})
 	}
 }
+
+// TestProtocolResetMidBody: an RST_STREAM(PROTOCOL_ERROR) from the server
+// after the response headers reaches the caller through the body's Read;
+// x/net then stops reusing the connection without telling anyone, so the
+// Read itself marks it dead: Usable is false as soon as the Read returns
+// (in legacy mode nothing else would say so until the checker goroutine
+// ran), and no slot stays in use. Another reset code leaves the connection
+// usable.
+func TestProtocolResetMidBody(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		code   http2.ErrCode
+		usable bool
+	}{
+		{"protocol_error", http2.ErrCodeProtocol, false},
+		{"internal_error", http2.ErrCodeInternal, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := startRawServer(t, func(fr *http2.Framer, id uint32) error {
+				var buf bytes.Buffer
+				enc := hpack.NewEncoder(&buf)
+				enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+				if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: buf.Bytes(), EndHeaders: true}); err != nil {
+					return err
+				}
+				if err := fr.WriteData(id, false, []byte("partial")); err != nil {
+					return err
+				}
+				return fr.WriteRSTStream(id, tc.code)
+			})
+			c, err := NewClientConn(dialH2(t, rs.Addr(), false), Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+rs.Addr()+"/", nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var got bytes.Buffer
+			_, err = got.ReadFrom(resp.Body)
+			var se http2.StreamError
+			if !errors.As(err, &se) || se.Code != tc.code {
+				t.Fatalf("body read: %q, %v; want a %v stream error", got.String(), err, tc.code)
+			}
+			if _, idle := c.IdleSince(); !idle {
+				t.Fatal("slot leaked")
+			}
+			if c.Usable() != tc.usable {
+				t.Fatalf("Usable() = %v right after the Read, want %v", c.Usable(), tc.usable)
+			}
+		})
+	}
+}
