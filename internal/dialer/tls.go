@@ -10,13 +10,14 @@ import (
 )
 
 // ErrTLSHandshakeTimeout is returned by HandshakeTLS when its timeout (not
-// the context) ends the handshake. It is a net.Error with Timeout() true, as
-// net/http's TLS handshake timeout error is.
+// the context) ends the handshake. It is a net.Error with Timeout() true and
+// net/http's text ("net/http: TLS handshake timeout"), as net/http's TLS
+// handshake timeout error is, so code and logs matching either still work.
 var ErrTLSHandshakeTimeout net.Error = handshakeTimeoutError{}
 
 type handshakeTimeoutError struct{}
 
-func (handshakeTimeoutError) Error() string   { return "dialer: TLS handshake timeout" }
+func (handshakeTimeoutError) Error() string   { return "net/http: TLS handshake timeout" }
 func (handshakeTimeoutError) Timeout() bool   { return true }
 func (handshakeTimeoutError) Temporary() bool { return true }
 
