@@ -88,13 +88,16 @@ func connectTunnel(ctx context.Context, conn net.Conn, proxyURL *url.URL, addr, 
 		conn.Close()
 		return nil, err
 	}
+	// No context on req: Request.Write would fire the caller's httptrace
+	// hooks (WroteHeaderField with the Proxy-Authorization credentials,
+	// a second WroteRequest) for this request of the transport's own, which
+	// net/http writes without them. OnProxyConnectResponse gets it so, too.
 	req := &http.Request{
 		Method: http.MethodConnect,
 		URL:    &url.URL{Opaque: target},
 		Host:   target,
 		Header: hdr,
 	}
-	req = req.WithContext(ctx)
 
 	connectCtx, cancel := context.WithTimeout(ctx, cfg.connectTimeout())
 	defer cancel()

@@ -1,0 +1,68 @@
+package transport
+
+import (
+	"context"
+	"net/http"
+	"reflect"
+	"testing"
+)
+
+// proxyTwin is net/http's or ferry's Transport (impl "nethttp" or "ferry")
+// with the proxy settings s and, when edit is set, its further changes.
+func proxyTwin(impl string, e *proxyEnv, s proxySettings, edit func(nt *http.Transport, ft *Transport)) http.RoundTripper {
+	rt := s.transport(impl, tlsTestConfig(e.cert))
+	if edit != nil {
+		if nt, ok := rt.(*http.Transport); ok {
+			edit(nt, nil)
+		} else {
+			edit(nil, rt.(*Transport))
+		}
+	}
+	return rt
+}
+
+// TestProxyAudit7TraceFullHooks: the full httptrace sequence (header
+// fields and WroteRequest included) through proxies matches net/http's.
+// The CONNECT request is the transport's own: net/http writes it without
+// the caller's trace, so no WroteHeaderField (Proxy-Authorization with the
+// credentials among them) or WroteRequest fires for it.
+func TestProxyAudit7TraceFullHooks(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(e *proxyEnv) (proxySettings, string)
+	}{
+		{"CONNECT with credentials", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.authProxy().url(proxyUser, proxySecret))
+			return s, e.target("https", "origin.test", "/")
+		}},
+		{"CONNECT through https proxy", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.httpsProxy().url("", ""))
+			return s, e.target("https", "origin.test", "/")
+		}},
+		{"forwarded with credentials", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.authProxy().url(proxyUser, proxySecret))
+			return s, e.target("http", "origin.test", "/")
+		}},
+		{"socks5h", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.socksAuthProxy().url("socks5h", true))
+			return s, e.target("https", "origin.test", "/")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [2][]string
+			for i, impl := range []string{"nethttp", "ferry"} {
+				e := &proxyEnv{t: t, cert: proxyTestCert(t)}
+				s, target := tc.setup(e)
+				rt := proxyTwin(impl, e, s, nil)
+				rec := &traceRecorder{}
+				getOK(t, rt, httptraceWith(context.Background(), rec), target)
+				closeIdle(rt)
+				got[i] = rec.events()
+			}
+			if !reflect.DeepEqual(got[0], got[1]) {
+				t.Errorf("trace differs\nnet/http: %q\nferry:    %q", got[0], got[1])
+			}
+		})
+	}
+}
