@@ -24,6 +24,7 @@ type dnsServer struct {
 	records map[string][]netip.Addr // lower-case FQDN -> addresses
 	queries map[string]int          // "name TYPE" -> count
 	total   int
+	written int           // answers written back
 	gate    chan struct{} // when non-nil, answers wait until it is closed
 }
 
@@ -87,6 +88,36 @@ func (s *dnsServer) count(name, qtype string) int {
 	return s.queries[strings.ToLower(name)+". "+qtype]
 }
 
+// answeredAll opens the gate and waits until every query received so far
+// has its answer written, so no resolver goroutine is left waiting on a
+// query the closing server would drop.
+func (s *dnsServer) answeredAll(t testing.TB) {
+	t.Helper()
+	s.openGate()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		done := s.written >= s.total
+		s.mu.Unlock()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("DNS server: answers not written within 10s")
+		}
+	}
+}
+
+// awaitQueries waits until the server has received n queries for name of
+// type qtype.
+func (s *dnsServer) awaitQueries(t testing.TB, name, qtype string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); s.count(name, qtype) < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("DNS server: %d %s queries for %s, want %d", s.count(name, qtype), qtype, name, n)
+		}
+	}
+}
+
 func (s *dnsServer) totalQueries() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -105,7 +136,11 @@ func (s *dnsServer) serve(wg *sync.WaitGroup) {
 		go func() {
 			defer wg.Done()
 			if resp := s.answer(req); resp != nil {
-				s.pc.WriteTo(resp, from)
+				if _, err := s.pc.WriteTo(resp, from); err == nil {
+					s.mu.Lock()
+					s.written++
+					s.mu.Unlock()
+				}
 			}
 		}()
 	}

@@ -186,8 +186,12 @@ func asDNSError(host string, err error) error {
 	}
 }
 
-// contextDNSError reports a caller's context ending while it waited.
+// contextDNSError reports a caller's context ending while it waited, as
+// net's resolver does: "lookup host: i/o timeout" (IsTimeout) for a
+// deadline, "lookup host: operation was canceled" for a cancel, unwrapping
+// to an error that errors.Is the context's.
 func contextDNSError(host string, err error) error {
+	err = NetContextError(err)
 	return &net.DNSError{
 		Err:       err.Error(),
 		Name:      host,
