@@ -217,13 +217,11 @@ func (t *Transport) proxyConfig() *proxydial.Config {
 func (t *Transport) dialProxyHop(ctx context.Context, key connKey, ds *dialState) (net.Conn, *dialer.Conn, error) {
 	r := ds.proxy
 	cfg := *t.proxyConfig()
-	u := r.url
+	// The caller's TLS dialer reaches an https proxy, as in net/http;
+	// proxydial then speaks plain HTTP over that TLS connection, and its
+	// callbacks still get the Proxy func's URL.
 	tlsHook := r.scheme == "https" && (t.DialTLSContext != nil || t.DialTLS != nil)
-	if tlsHook {
-		// The caller's TLS dialer reaches the https proxy, as in net/http;
-		// proxydial then speaks plain HTTP over that TLS connection.
-		u = &url.URL{Scheme: "http", Host: r.addr, User: r.url.User}
-	}
+	cfg.DialsTLS = tlsHook
 	var sock *dialer.Conn // the socket to the proxy when ferry dialled it
 	var first net.Conn    // the connection the dial hook returned
 	// The hook works on a copy of ds, written back below: capturing ds
@@ -257,9 +255,9 @@ func (t *Transport) dialProxyHop(ctx context.Context, key connKey, ds *dialState
 	var conn net.Conn
 	var err error
 	if r.forwards(key.scheme) {
-		conn, err = proxydial.DialProxy(ctx, u, &cfg)
+		conn, err = proxydial.DialProxy(ctx, r.url, &cfg)
 	} else {
-		conn, err = proxydial.Tunnel(ctx, u, key.addr, &cfg)
+		conn, err = proxydial.Tunnel(ctx, r.url, key.addr, &cfg)
 	}
 	if err != nil {
 		return nil, nil, err

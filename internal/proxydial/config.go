@@ -31,6 +31,13 @@ type Config struct {
 	// return is reported as an error.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
+	// DialsTLS reports that Dial returns, for an https proxy, a connection
+	// already secured with TLS (the transport's DialTLSContext): no TLS is
+	// added on it. The proxy URL is still the one given, so the CONNECT
+	// header and response callbacks see it unchanged. False: TLS to an https
+	// proxy is done here.
+	DialsTLS bool
+
 	// TLSClientConfig is used for TLS to an https proxy (net/http uses
 	// Transport.TLSClientConfig for that too). It is cloned; ServerName
 	// defaults to the proxy host; NextProtos is cleared (HTTP/1.1 only).

@@ -37,7 +37,8 @@ func DialProxy(ctx context.Context, proxyURL *url.URL, cfg *Config) (net.Conn, e
 	return dialProxy(ctx, proxyURL, s, addr, cfg)
 }
 
-// dialProxy dials addr and, for an https proxy, completes TLS with it.
+// dialProxy dials addr and, for an https proxy, completes TLS with it
+// unless cfg.Dial did (cfg.DialsTLS).
 func dialProxy(ctx context.Context, proxyURL *url.URL, scheme, addr string, cfg *Config) (net.Conn, error) {
 	if cfg == nil {
 		cfg = &Config{}
@@ -46,7 +47,7 @@ func dialProxy(ctx context.Context, proxyURL *url.URL, scheme, addr string, cfg 
 	if err != nil {
 		return nil, proxyConnectError(addr, "cannot reach", err)
 	}
-	if scheme != "https" {
+	if scheme != "https" || cfg.DialsTLS {
 		return conn, nil
 	}
 	tc, err := handshakeProxyTLS(ctx, conn, proxyURL.Hostname(), cfg)

@@ -1,0 +1,64 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+)
+
+// TestProxyAudit7HookURLWithDialTLS: GetProxyConnectHeader and
+// OnProxyConnectResponse get the URL the Proxy func returned (the same
+// pointer, as in net/http), also when DialTLSContext reaches the https
+// proxy.
+func TestProxyAudit7HookURLWithDialTLS(t *testing.T) {
+	for _, impl := range []string{"nethttp", "ferry"} {
+		for _, dialTLS := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/dialTLS=%v", impl, dialTLS), func(t *testing.T) {
+				e := &proxyEnv{t: t, cert: proxyTestCert(t)}
+				pu := e.httpsProxy().url(proxyUser, proxySecret)
+				var mu sync.Mutex
+				var seen []*url.URL
+				note := func(u *url.URL) {
+					mu.Lock()
+					seen = append(seen, u)
+					mu.Unlock()
+				}
+				s := proxySettings{
+					Proxy: fixedProxy(pu),
+					GetProxyConnectHeader: func(_ context.Context, u *url.URL, _ string) (http.Header, error) {
+						note(u)
+						return nil, nil
+					},
+					OnProxyConnectResponse: func(_ context.Context, u *url.URL, _ *http.Request, _ *http.Response) error {
+						note(u)
+						return nil
+					},
+				}
+				rt := proxyTwin(impl, e, s, func(nt *http.Transport, ft *Transport) {
+					if !dialTLS {
+						return
+					}
+					f := func(ctx context.Context, network, addr string) (net.Conn, error) {
+						d := tls.Dialer{Config: tlsTestConfig(e.cert)}
+						return d.DialContext(ctx, network, addr)
+					}
+					if nt != nil {
+						nt.DialTLSContext = f
+					} else {
+						ft.DialTLSContext = f
+					}
+				})
+				defer closeIdle(rt)
+				getOK(t, rt, context.Background(), e.target("https", "origin.test", "/"))
+				if len(seen) != 2 || seen[0] != pu || seen[1] != pu {
+					t.Fatalf("hooks saw %v, want the Proxy func's URL %v (same pointer) twice", seen, pu)
+				}
+			})
+		}
+	}
+}
