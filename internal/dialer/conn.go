@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/ferryhttp/ferry/internal/dnscache"
 	"github.com/ferryhttp/ferry/internal/sockopt"
 )
 
@@ -96,10 +97,10 @@ func tcpAddr(ap netip.AddrPort) *net.TCPAddr {
 	return net.TCPAddrFromAddrPort(ap)
 }
 
-// contextError reports the context ending during a dial, as net does: a
-// *net.OpError whose Err is the context's error, so errors.Is(err,
-// context.Canceled/DeadlineExceeded) holds and Timeout() is true for a
-// deadline.
+// contextError reports the context ending during a dial, as net.Dialer
+// does: a *net.OpError reading "dial tcp addr: i/o timeout" for a deadline
+// (Timeout() true) or "dial tcp addr: operation was canceled", whose Err
+// satisfies errors.Is(err, context.DeadlineExceeded / Canceled).
 func contextError(addr netip.AddrPort, err error) error {
-	return &net.OpError{Op: "dial", Net: "tcp", Addr: tcpAddr(addr), Err: err}
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: tcpAddr(addr), Err: dnscache.NetContextError(err)}
 }
