@@ -3,15 +3,17 @@ package dnscache
 import (
 	"net/http/httptrace"
 	"testing"
+
+	"github.com/ferryhttp/ferry/internal/dnscache/dnstest"
 )
 
 // BenchmarkLookup: a cache hit, a hit with DNS trace hooks, an IP literal,
 // and the baseline twin — the same name resolved by net.Resolver against the
 // same loopback DNS server on every call (what an uncached dial pays).
 func BenchmarkLookup(b *testing.B) {
-	srv := startDNSServer(b)
-	srv.set("bench.ferry.test", "127.0.0.1", "::1")
-	c := New(Config{Resolver: srv.resolver()})
+	srv := dnstest.Start(b)
+	srv.Set("bench.ferry.test", "127.0.0.1", "::1")
+	c := New(Config{Resolver: srv.Resolver()})
 	if _, err := c.LookupNetIP(b.Context(), "bench.ferry.test"); err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +49,7 @@ func BenchmarkLookup(b *testing.B) {
 		}
 	})
 	b.Run("uncached_resolver", func(b *testing.B) {
-		r := srv.resolver()
+		r := srv.Resolver()
 		b.ReportAllocs()
 		for b.Loop() {
 			got, err := r.LookupNetIP(b.Context(), "ip", "bench.ferry.test")

@@ -12,13 +12,15 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/dnscache/dnstest"
 )
 
 const ttl = 30 * time.Second
 
-func newTestCache(t *testing.T, srv *dnsServer, clock *fakeClock, mod func(*Config)) *Cache {
+func newTestCache(t *testing.T, srv *dnstest.Server, clock *fakeClock, mod func(*Config)) *Cache {
 	t.Helper()
-	cfg := Config{Resolver: srv.resolver(), TTL: ttl, NegativeTTL: time.Second, Clock: clock.Now}
+	cfg := Config{Resolver: srv.Resolver(), TTL: ttl, NegativeTTL: time.Second, Clock: clock.Now}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -43,8 +45,8 @@ func sameAddrs(a, b []netip.Addr) bool {
 }
 
 func TestLookupWithinTTLMakesNoQuery(t *testing.T) {
-	srv := startDNSServer(t)
-	srv.set("alpha.ferry.test", "127.0.0.1", "::1")
+	srv := dnstest.Start(t)
+	srv.Set("alpha.ferry.test", "127.0.0.1", "::1")
 	clock := newFakeClock()
 	c := newTestCache(t, srv, clock, nil)
 
@@ -62,7 +64,7 @@ func TestLookupWithinTTLMakesNoQuery(t *testing.T) {
 	if _, err := c.LookupNetIP(t.Context(), "ALPHA.Ferry.test"); err != nil {
 		t.Fatal(err)
 	}
-	if a, aaaa := srv.count("alpha.ferry.test", "A"), srv.count("alpha.ferry.test", "AAAA"); a != 1 || aaaa != 1 {
+	if a, aaaa := srv.Count("alpha.ferry.test", "A"), srv.Count("alpha.ferry.test", "AAAA"); a != 1 || aaaa != 1 {
 		t.Fatalf("queries A=%d AAAA=%d within TTL, want 1 and 1", a, aaaa)
 	}
 	st := c.Stats()
@@ -72,7 +74,7 @@ func TestLookupWithinTTLMakesNoQuery(t *testing.T) {
 }
 
 func TestLookupIPLiteralNoQueryNoHooks(t *testing.T) {
-	srv := startDNSServer(t)
+	srv := dnstest.Start(t)
 	c := newTestCache(t, srv, newFakeClock(), nil)
 	hooks := 0
 	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
@@ -90,14 +92,14 @@ func TestLookupIPLiteralNoQueryNoHooks(t *testing.T) {
 			t.Fatalf("LookupNetIP(%q) = %v, %v; want [%s]", tt.in, got, err, tt.want)
 		}
 	}
-	if hooks != 0 || srv.totalQueries() != 0 {
-		t.Fatalf("IP literals fired %d hooks and made %d queries", hooks, srv.totalQueries())
+	if hooks != 0 || srv.TotalQueries() != 0 {
+		t.Fatalf("IP literals fired %d hooks and made %d queries", hooks, srv.TotalQueries())
 	}
 }
 
 func TestConcurrentLookupsShareOneQuery(t *testing.T) {
-	srv := startDNSServer(t)
-	srv.set("busy.ferry.test", "127.0.0.1", "::1")
+	srv := dnstest.Start(t)
+	srv.Set("busy.ferry.test", "127.0.0.1", "::1")
 	const callers = 100
 	var joined atomic.Int32
 	allJoined := make(chan struct{})
@@ -107,7 +109,7 @@ func TestConcurrentLookupsShareOneQuery(t *testing.T) {
 			close(allJoined)
 		}
 	}
-	srv.closeGate()
+	srv.CloseGate()
 	var coalescedHooks atomic.Int32
 	ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{
 		DNSDone: func(info httptrace.DNSDoneInfo) {
@@ -130,7 +132,7 @@ func TestConcurrentLookupsShareOneQuery(t *testing.T) {
 		}()
 	}
 	<-allJoined
-	srv.openGate()
+	srv.OpenGate()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -138,7 +140,7 @@ func TestConcurrentLookupsShareOneQuery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if a, aaaa := srv.count("busy.ferry.test", "A"), srv.count("busy.ferry.test", "AAAA"); a != 1 || aaaa != 1 {
+	if a, aaaa := srv.Count("busy.ferry.test", "A"), srv.Count("busy.ferry.test", "AAAA"); a != 1 || aaaa != 1 {
 		t.Fatalf("%d concurrent lookups made A=%d AAAA=%d queries, want 1 each", callers, a, aaaa)
 	}
 	st := c.Stats()
@@ -151,16 +153,16 @@ func TestConcurrentLookupsShareOneQuery(t *testing.T) {
 }
 
 func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
-	srv := startDNSServer(t)
-	srv.set("moving.ferry.test", "127.0.0.1")
+	srv := dnstest.Start(t)
+	srv.Set("moving.ferry.test", "127.0.0.1")
 	clock := newFakeClock()
 	c := newTestCache(t, srv, clock, nil)
 	if _, err := c.LookupNetIP(t.Context(), "moving.ferry.test"); err != nil {
 		t.Fatal(err)
 	}
-	srv.set("moving.ferry.test", "127.0.0.2")
+	srv.Set("moving.ferry.test", "127.0.0.2")
 	clock.Advance(ttl + time.Second) // expired, within MaxStale (= TTL)
-	srv.closeGate()
+	srv.CloseGate()
 	for range 10 {
 		got, err := c.LookupNetIP(t.Context(), "moving.ferry.test")
 		if err != nil {
@@ -170,9 +172,9 @@ func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
 			t.Fatalf("while refreshing got %v, want the stale 127.0.0.1", got)
 		}
 	}
-	srv.openGate()
+	srv.OpenGate()
 	c.refreshes.Wait()
-	if n := srv.count("moving.ferry.test", "A"); n != 2 {
+	if n := srv.Count("moving.ferry.test", "A"); n != 2 {
 		t.Fatalf("A queries = %d, want 2 (first lookup + one refresh)", n)
 	}
 	st := c.Stats()
@@ -183,20 +185,20 @@ func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
 	if err != nil || !sameAddrs(got, addrs("127.0.0.2")) {
 		t.Fatalf("after refresh got %v, %v; want 127.0.0.2", got, err)
 	}
-	if n := srv.count("moving.ferry.test", "A"); n != 2 {
+	if n := srv.Count("moving.ferry.test", "A"); n != 2 {
 		t.Fatalf("refreshed answer cost a query: A queries = %d", n)
 	}
 }
 
 func TestStaleBeyondMaxStaleIsAMiss(t *testing.T) {
-	srv := startDNSServer(t)
-	srv.set("old.ferry.test", "127.0.0.1")
+	srv := dnstest.Start(t)
+	srv.Set("old.ferry.test", "127.0.0.1")
 	clock := newFakeClock()
 	c := newTestCache(t, srv, clock, func(cfg *Config) { cfg.MaxStale = 5 * time.Second })
 	if _, err := c.LookupNetIP(t.Context(), "old.ferry.test"); err != nil {
 		t.Fatal(err)
 	}
-	srv.set("old.ferry.test", "127.0.0.3")
+	srv.Set("old.ferry.test", "127.0.0.3")
 	clock.Advance(ttl + 6*time.Second)
 	got, err := c.LookupNetIP(t.Context(), "old.ferry.test")
 	if err != nil || !sameAddrs(got, addrs("127.0.0.3")) {
@@ -208,29 +210,27 @@ func TestStaleBeyondMaxStaleIsAMiss(t *testing.T) {
 }
 
 func TestFailedRefreshKeepsStaleAnswer(t *testing.T) {
-	srv := startDNSServer(t)
-	srv.set("flaky.ferry.test", "127.0.0.1")
+	srv := dnstest.Start(t)
+	srv.Set("flaky.ferry.test", "127.0.0.1")
 	clock := newFakeClock()
 	c := newTestCache(t, srv, clock, nil)
 	if _, err := c.LookupNetIP(t.Context(), "flaky.ferry.test"); err != nil {
 		t.Fatal(err)
 	}
-	srv.mu.Lock()
-	delete(srv.records, "flaky.ferry.test.")
-	srv.mu.Unlock()
+	srv.Remove("flaky.ferry.test")
 	clock.Advance(ttl + time.Second)
 	if got, err := c.LookupNetIP(t.Context(), "flaky.ferry.test"); err != nil || !sameAddrs(got, addrs("127.0.0.1")) {
 		t.Fatalf("got %v, %v", got, err)
 	}
 	c.refreshes.Wait()
-	before := srv.totalQueries()
+	before := srv.TotalQueries()
 	// Within NegativeTTL of the failed refresh: stale answer, no new refresh.
 	if got, err := c.LookupNetIP(t.Context(), "flaky.ferry.test"); err != nil || !sameAddrs(got, addrs("127.0.0.1")) {
 		t.Fatalf("got %v, %v", got, err)
 	}
 	c.refreshes.Wait()
-	if srv.totalQueries() != before {
-		t.Fatalf("refresh retried within NegativeTTL: %d new queries", srv.totalQueries()-before)
+	if srv.TotalQueries() != before {
+		t.Fatalf("refresh retried within NegativeTTL: %d new queries", srv.TotalQueries()-before)
 	}
 	if st := c.Stats(); st.Refreshes != 1 || st.RefreshErrors != 1 {
 		t.Fatalf("stats %+v, want 1 failed refresh", st)
@@ -248,7 +248,7 @@ func TestFailureNamesHostAndIsCachedBriefly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := startDNSServer(t)
+			srv := dnstest.Start(t)
 			clock := newFakeClock()
 			cfg := func(cfg *Config) {}
 			if tt.serverDown {
@@ -259,7 +259,7 @@ func TestFailureNamesHostAndIsCachedBriefly(t *testing.T) {
 				}
 				dead := pc.LocalAddr().String()
 				pc.Close()
-				cfg = func(cfg *Config) { cfg.Resolver = resolverFor(dead) }
+				cfg = func(cfg *Config) { cfg.Resolver = dnstest.ResolverFor(dead) }
 			}
 			c := newTestCache(t, srv, clock, cfg)
 			const host = "missing.ferry.test"
@@ -274,14 +274,14 @@ func TestFailureNamesHostAndIsCachedBriefly(t *testing.T) {
 			if de.IsNotFound != tt.notFound {
 				t.Fatalf("IsNotFound = %v, want %v", de.IsNotFound, tt.notFound)
 			}
-			if !tt.serverDown && srv.count(host, "A") == 0 {
+			if !tt.serverDown && srv.Count(host, "A") == 0 {
 				t.Fatal("the server never saw the query")
 			}
-			before := srv.totalQueries()
+			before := srv.TotalQueries()
 			clock.Advance(500 * time.Millisecond)
 			_, err2 := c.LookupNetIP(t.Context(), host)
-			if err2 == nil || srv.totalQueries() != before {
-				t.Fatalf("second lookup within NegativeTTL: err %v, %d new queries", err2, srv.totalQueries()-before)
+			if err2 == nil || srv.TotalQueries() != before {
+				t.Fatalf("second lookup within NegativeTTL: err %v, %d new queries", err2, srv.TotalQueries()-before)
 			}
 			if !errors.As(err2, &de) || de.Name != host {
 				t.Fatalf("cached error %v lost its identity", err2)
@@ -290,7 +290,7 @@ func TestFailureNamesHostAndIsCachedBriefly(t *testing.T) {
 				return
 			}
 			clock.Advance(time.Second)
-			srv.set(host, "127.0.0.9")
+			srv.Set(host, "127.0.0.9")
 			got, err := c.LookupNetIP(t.Context(), host)
 			if err != nil || !sameAddrs(got, addrs("127.0.0.9")) {
 				t.Fatalf("after NegativeTTL got %v, %v", got, err)
@@ -300,12 +300,12 @@ func TestFailureNamesHostAndIsCachedBriefly(t *testing.T) {
 }
 
 func TestCallerCancelDoesNotCancelSharedLookup(t *testing.T) {
-	srv := startDNSServer(t)
-	srv.set("shared.ferry.test", "127.0.0.1")
+	srv := dnstest.Start(t)
+	srv.Set("shared.ferry.test", "127.0.0.1")
 	c := newTestCache(t, srv, newFakeClock(), nil)
 	joined := make(chan struct{}, 2)
 	c.testHookJoined = func(string) { joined <- struct{}{} }
-	srv.closeGate()
+	srv.CloseGate()
 
 	ctx, cancel := context.WithCancel(t.Context())
 	cancelled := make(chan error, 1)
@@ -332,30 +332,30 @@ func TestCallerCancelDoesNotCancelSharedLookup(t *testing.T) {
 	if !errors.As(err, &de) || de.Name != "shared.ferry.test" {
 		t.Fatalf("cancelled caller error %v does not name the host", err)
 	}
-	srv.openGate()
+	srv.OpenGate()
 	if err := <-patient; err != nil {
 		t.Fatalf("other caller failed: %v", err)
 	}
 	// Already-cancelled context: no lookup at all.
-	before := srv.totalQueries()
+	before := srv.TotalQueries()
 	if _, err := c.LookupNetIP(ctx, "other.ferry.test"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
-	if srv.totalQueries() != before {
+	if srv.TotalQueries() != before {
 		t.Fatal("a cancelled context still made a query")
 	}
 }
 
 func TestNoCachingWhenTTLNegative(t *testing.T) {
-	srv := startDNSServer(t)
-	srv.set("nocache.ferry.test", "127.0.0.1")
+	srv := dnstest.Start(t)
+	srv.Set("nocache.ferry.test", "127.0.0.1")
 	c := newTestCache(t, srv, newFakeClock(), func(cfg *Config) { cfg.TTL = -1 })
 	for range 2 {
 		if _, err := c.LookupNetIP(t.Context(), "nocache.ferry.test"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := srv.count("nocache.ferry.test", "A"); n != 2 {
+	if n := srv.Count("nocache.ferry.test", "A"); n != 2 {
 		t.Fatalf("A queries = %d, want 2 with caching off", n)
 	}
 	if st := c.Stats(); st.Entries != 0 {
@@ -364,10 +364,10 @@ func TestNoCachingWhenTTLNegative(t *testing.T) {
 }
 
 func TestEntriesBounded(t *testing.T) {
-	srv := startDNSServer(t)
+	srv := dnstest.Start(t)
 	names := []string{"a.ferry.test", "b.ferry.test", "c.ferry.test", "d.ferry.test", "e.ferry.test"}
 	for _, n := range names {
-		srv.set(n, "127.0.0.1")
+		srv.Set(n, "127.0.0.1")
 	}
 	clock := newFakeClock()
 	c := newTestCache(t, srv, clock, func(cfg *Config) { cfg.MaxEntries = 3 })
@@ -382,16 +382,16 @@ func TestEntriesBounded(t *testing.T) {
 		t.Fatalf("stats %+v, want 3 entries and 2 evictions", st)
 	}
 	// The oldest names went first.
-	before := srv.totalQueries()
+	before := srv.TotalQueries()
 	if _, err := c.LookupNetIP(t.Context(), "e.ferry.test"); err != nil {
 		t.Fatal(err)
 	}
-	if srv.totalQueries() != before {
+	if srv.TotalQueries() != before {
 		t.Fatal("newest entry was evicted")
 	}
 	// Expired entries are reclaimed before a live one is evicted.
 	clock.Advance(10 * ttl)
-	srv.set("f.ferry.test", "127.0.0.1")
+	srv.Set("f.ferry.test", "127.0.0.1")
 	if _, err := c.LookupNetIP(t.Context(), "f.ferry.test"); err != nil {
 		t.Fatal(err)
 	}
@@ -401,8 +401,8 @@ func TestEntriesBounded(t *testing.T) {
 }
 
 func TestTraceHooks(t *testing.T) {
-	srv := startDNSServer(t)
-	srv.set("traced.ferry.test", "127.0.0.1", "::1")
+	srv := dnstest.Start(t)
+	srv.Set("traced.ferry.test", "127.0.0.1", "::1")
 	c := newTestCache(t, srv, newFakeClock(), nil)
 	var events []string
 	var done []httptrace.DNSDoneInfo
@@ -441,14 +441,14 @@ func TestTraceHooks(t *testing.T) {
 }
 
 func TestEmptyHost(t *testing.T) {
-	srv := startDNSServer(t)
+	srv := dnstest.Start(t)
 	c := newTestCache(t, srv, newFakeClock(), nil)
 	_, err := c.LookupNetIP(t.Context(), "")
 	var de *net.DNSError
 	if !errors.As(err, &de) || !de.IsNotFound {
 		t.Fatalf("empty host: %v", err)
 	}
-	if srv.totalQueries() != 0 {
+	if srv.TotalQueries() != 0 {
 		t.Fatal("empty host made a query")
 	}
 }

@@ -6,14 +6,16 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/dnscache/dnstest"
 )
 
 // TestContextEndReportedAsNetResolver: a caller whose context ends while
 // the lookup waits gets the error net.Resolver gives in that case (same
 // text, IsTimeout, errors.Is the context's error).
 func TestContextEndReportedAsNetResolver(t *testing.T) {
-	srv := startDNSServer(t)
-	srv.closeGate()
+	srv := dnstest.Start(t)
+	srv.CloseGate()
 	cases := []struct {
 		name string
 		// ctx returns the lookup's context; the lookup of name must end
@@ -27,7 +29,7 @@ func TestContextEndReportedAsNetResolver(t *testing.T) {
 		{"cancel", func(name string) (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(t.Context())
 			go func() {
-				srv.awaitQueries(t, name, "A", 1)
+				srv.AwaitQueries(t, name, "A", 1)
 				cancel()
 			}()
 			return ctx, cancel
@@ -36,10 +38,10 @@ func TestContextEndReportedAsNetResolver(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			netName, ferryName := "net-"+tc.name+".ferry.test", "ferry-"+tc.name+".ferry.test"
-			srv.set(netName, "127.0.0.1")
-			srv.set(ferryName, "127.0.0.1")
+			srv.Set(netName, "127.0.0.1")
+			srv.Set(ferryName, "127.0.0.1")
 			ctx, cancel := tc.ctx(netName)
-			_, want := srv.resolver().LookupNetIP(ctx, "ip", netName)
+			_, want := srv.Resolver().LookupNetIP(ctx, "ip", netName)
 			cancel()
 			c := newTestCache(t, srv, newFakeClock(), nil)
 			ctx, cancel = tc.ctx(ferryName)
@@ -59,12 +61,12 @@ func TestContextEndReportedAsNetResolver(t *testing.T) {
 			}
 			// Let every query in flight be answered before the server closes.
 			for _, n := range []string{netName, ferryName} {
-				srv.awaitQueries(t, n, "A", 1)
-				srv.awaitQueries(t, n, "AAAA", 1)
+				srv.AwaitQueries(t, n, "A", 1)
+				srv.AwaitQueries(t, n, "AAAA", 1)
 			}
-			srv.answeredAll(t)
-			srv.closeGate()
+			srv.AnsweredAll(t)
+			srv.CloseGate()
 		})
 	}
-	srv.openGate()
+	srv.OpenGate()
 }

@@ -1,4 +1,7 @@
-package dnscache
+// Package dnstest is a real DNS server on loopback UDP for tests: A and
+// AAAA answers from a table, NXDOMAIN for unknown names, query counts, and a
+// gate that holds answers back. Only tests import it.
+package dnstest
 
 import (
 	"context"
@@ -12,9 +15,10 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 )
 
-// dnsServer is a real DNS server on loopback UDP answering A and AAAA
+// Server is a real DNS server on loopback UDP answering A and AAAA
 // queries from a table, NXDOMAIN for unknown names, and counting queries.
-type dnsServer struct {
+// Start it with Start; it stops when the test ends.
+type Server struct {
 	pc   net.PacketConn
 	addr string
 	done chan struct{}
@@ -28,13 +32,14 @@ type dnsServer struct {
 	gate    chan struct{} // when non-nil, answers wait until it is closed
 }
 
-func startDNSServer(t testing.TB) *dnsServer {
+// Start starts a server on 127.0.0.1 that closes when t ends.
+func Start(t testing.TB) *Server {
 	t.Helper()
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &dnsServer{
+	s := &Server{
 		pc:      pc,
 		addr:    pc.LocalAddr().String(),
 		done:    make(chan struct{}),
@@ -48,14 +53,16 @@ func startDNSServer(t testing.TB) *dnsServer {
 		s.serve(&wg)
 	}()
 	t.Cleanup(func() {
-		s.openGate()
+		s.OpenGate()
 		pc.Close()
 		wg.Wait()
 	})
 	return s
 }
 
-func (s *dnsServer) set(name string, addrs ...string) {
+// Set makes name (any case, no trailing dot) answer with addrs; no
+// addrs means an empty answer, not NXDOMAIN.
+func (s *Server) Set(name string, addrs ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var as []netip.Addr
@@ -65,14 +72,22 @@ func (s *dnsServer) set(name string, addrs ...string) {
 	s.records[strings.ToLower(name)+"."] = as
 }
 
-// closeGate makes answers wait until openGate.
-func (s *dnsServer) closeGate() {
+// Remove makes name unknown again (NXDOMAIN).
+func (s *Server) Remove(name string) {
+	s.mu.Lock()
+	delete(s.records, strings.ToLower(name)+".")
+	s.mu.Unlock()
+}
+
+// CloseGate makes answers wait until OpenGate.
+func (s *Server) CloseGate() {
 	s.mu.Lock()
 	s.gate = make(chan struct{})
 	s.mu.Unlock()
 }
 
-func (s *dnsServer) openGate() {
+// OpenGate releases the answers held since CloseGate.
+func (s *Server) OpenGate() {
 	s.mu.Lock()
 	if s.gate != nil {
 		close(s.gate)
@@ -81,19 +96,19 @@ func (s *dnsServer) openGate() {
 	s.mu.Unlock()
 }
 
-// count returns the queries received for name of type qtype ("A", "AAAA").
-func (s *dnsServer) count(name, qtype string) int {
+// Count returns the queries received for name of type qtype ("A", "AAAA").
+func (s *Server) Count(name, qtype string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.queries[strings.ToLower(name)+". "+qtype]
 }
 
-// answeredAll opens the gate and waits until every query received so far
+// AnsweredAll opens the gate and waits until every query received so far
 // has its answer written, so no resolver goroutine is left waiting on a
 // query the closing server would drop.
-func (s *dnsServer) answeredAll(t testing.TB) {
+func (s *Server) AnsweredAll(t testing.TB) {
 	t.Helper()
-	s.openGate()
+	s.OpenGate()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		s.mu.Lock()
 		done := s.written >= s.total
@@ -107,24 +122,25 @@ func (s *dnsServer) answeredAll(t testing.TB) {
 	}
 }
 
-// awaitQueries waits until the server has received n queries for name of
+// AwaitQueries waits until the server has received n queries for name of
 // type qtype.
-func (s *dnsServer) awaitQueries(t testing.TB, name, qtype string, n int) {
+func (s *Server) AwaitQueries(t testing.TB, name, qtype string, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); s.count(name, qtype) < n; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); s.Count(name, qtype) < n; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("DNS server: %d %s queries for %s, want %d", s.count(name, qtype), qtype, name, n)
+			t.Fatalf("DNS server: %d %s queries for %s, want %d", s.Count(name, qtype), qtype, name, n)
 		}
 	}
 }
 
-func (s *dnsServer) totalQueries() int {
+// TotalQueries returns the number of queries received.
+func (s *Server) TotalQueries() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.total
 }
 
-func (s *dnsServer) serve(wg *sync.WaitGroup) {
+func (s *Server) serve(wg *sync.WaitGroup) {
 	buf := make([]byte, 1500)
 	for {
 		n, from, err := s.pc.ReadFrom(buf)
@@ -146,7 +162,7 @@ func (s *dnsServer) serve(wg *sync.WaitGroup) {
 	}
 }
 
-func (s *dnsServer) answer(req []byte) []byte {
+func (s *Server) answer(req []byte) []byte {
 	var p dnsmessage.Parser
 	h, err := p.Start(req)
 	if err != nil {
@@ -196,12 +212,14 @@ func (s *dnsServer) answer(req []byte) []byte {
 	return out
 }
 
-// resolver returns a pure-Go resolver that sends every query to s.
-func (s *dnsServer) resolver() *net.Resolver {
-	return resolverFor(s.addr)
+// Resolver returns a pure-Go resolver that sends every query to s.
+func (s *Server) Resolver() *net.Resolver {
+	return ResolverFor(s.addr)
 }
 
-func resolverFor(addr string) *net.Resolver {
+// ResolverFor returns a pure-Go resolver sending every query to the UDP
+// address addr.
+func ResolverFor(addr string) *net.Resolver {
 	return &net.Resolver{
 		PreferGo: true,
 		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -209,26 +227,4 @@ func resolverFor(addr string) *net.Resolver {
 			return d.DialContext(ctx, "udp4", addr)
 		},
 	}
-}
-
-// fakeClock is an injectable clock that only moves when told to.
-type fakeClock struct {
-	mu  sync.Mutex // guards now
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
