@@ -4,12 +4,18 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/dnscache/dnstest"
 )
 
 // The dial audit: what a request sees of ferry's own dialing (DialContext
@@ -97,5 +103,104 @@ func TestDialAuditTLSHandshakeTimeout(t *testing.T) {
 	}
 	if got["ferry"] != got["net/http"] {
 		t.Fatalf("error text: ferry %q, net/http %q", got["ferry"], got["net/http"])
+	}
+}
+
+// dialHookLog records the DNS and connect hooks with their arguments.
+type dialHookLog struct {
+	mu sync.Mutex // guards ev
+	ev []string
+}
+
+func (l *dialHookLog) add(s string) {
+	l.mu.Lock()
+	l.ev = append(l.ev, s)
+	l.mu.Unlock()
+}
+
+func (l *dialHookLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ev := l.ev
+	l.ev = nil
+	return ev
+}
+
+func (l *dialHookLog) trace() *httptrace.ClientTrace {
+	errText := func(err error) string {
+		if err == nil {
+			return "ok"
+		}
+		return err.Error()
+	}
+	return &httptrace.ClientTrace{
+		DNSStart: func(i httptrace.DNSStartInfo) { l.add("DNSStart " + i.Host) },
+		DNSDone: func(i httptrace.DNSDoneInfo) {
+			l.add(fmt.Sprintf("DNSDone %v %s coalesced=%v", i.Addrs, errText(i.Err), i.Coalesced))
+		},
+		ConnectStart: func(network, addr string) { l.add("ConnectStart " + network + " " + addr) },
+		ConnectDone: func(network, addr string, err error) {
+			l.add("ConnectDone " + network + " " + addr + " " + errText(err))
+		},
+	}
+}
+
+// TestDialAuditHooksAndErrors: through a loopback DNS server, the DNS and
+// connect hooks (with their arguments) and the error of each request match
+// net/http's default dialer: a name whose first address refuses falls to
+// the next, unknown names, refused literals (IPv4, IPv6, port 0), and a
+// second request on the idle connection fires no DNS or connect hook.
+func TestDialAuditHooksAndErrors(t *testing.T) {
+	srv := startHandlerServer(t, hello, false, nil)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	dns := dnstest.Start(t)
+	dns.Set("two.audit.test", "::1", "127.0.0.1")
+	dns.Set("only6.audit.test", "::1")
+	resolver := dns.Resolver()
+	cases := []struct {
+		name string
+		urls []string // requested in turn on one Transport
+	}{
+		{"first address refused, second serves; then idle reuse", []string{"http://two.audit.test:" + port + "/", "http://two.audit.test:" + port + "/"}},
+		{"unknown name", []string{"http://nx.audit.test:" + port + "/"}},
+		{"only address refused", []string{"http://only6.audit.test:" + port + "/"}},
+		{"IPv6 literal refused", []string{"http://[::1]:" + port + "/"}},
+		{"port 0", []string{"http://127.0.0.1:0/"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string][]string{}
+			rts := dialAuditTransports(func(std *http.Transport, f *Transport) {
+				std.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: resolver}).DialContext
+				f.Resolver = resolver
+			})
+			for name, rt := range rts {
+				var hooks dialHookLog
+				for _, u := range tc.urls {
+					ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // hang guard
+					req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, hooks.trace()), "GET", u, nil)
+					resp, err := rt.RoundTrip(req)
+					res := "error: "
+					if err != nil {
+						res += err.Error()
+						var de *net.DNSError
+						if errors.As(err, &de) {
+							res += fmt.Sprintf(" (DNSError NotFound=%v Timeout=%v)", de.IsNotFound, de.IsTimeout)
+						}
+					} else {
+						res = resp.Status
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+					cancel()
+					got[name] = append(got[name], hooks.take()...)
+					got[name] = append(got[name], res)
+				}
+				closeIdle(rt)
+			}
+			if !slices.Equal(got["ferry"], got["net/http"]) {
+				t.Fatalf("ferry:\n  %s\nnet/http:\n  %s", strings.Join(got["ferry"], "\n  "), strings.Join(got["net/http"], "\n  "))
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package dialer
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -9,8 +8,6 @@ import (
 	"github.com/ferryhttp/ferry/internal/dnscache"
 	"github.com/ferryhttp/ferry/internal/sockopt"
 )
-
-var errPortZero = errors.New("dialer: port 0 is not dialable")
 
 // newConn wraps a winning connection: records its endpoints, creates its
 // Guard and applies keep-alive and d.Settings. It closes c on failure.

@@ -119,7 +119,8 @@ func (d *Dialer) Dial(ctx context.Context, hostport string) (*Conn, error) {
 
 // DialAddrs races addrs on port (see the package comment) and returns the
 // winning connection with its options applied. Timeout bounds it. It fails
-// for an empty addrs or port 0 without dialing.
+// for an empty addrs without dialing; port 0 is dialed like any other, as
+// net.Dialer does, and the system refuses it.
 func (d *Dialer) DialAddrs(ctx context.Context, addrs []netip.Addr, port uint16) (*Conn, error) {
 	if d.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -135,9 +136,6 @@ var ErrNoAddresses = errors.New("dialer: no addresses to dial")
 
 func parsePort(ctx context.Context, s string) (uint16, error) {
 	if n, err := strconv.ParseUint(s, 10, 16); err == nil {
-		if n == 0 {
-			return 0, fmt.Errorf("dialer: invalid port %q", s)
-		}
 		return uint16(n), nil
 	}
 	n, err := net.DefaultResolver.LookupPort(ctx, "tcp", s)

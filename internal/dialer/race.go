@@ -57,9 +57,6 @@ func (d *Dialer) dialAddrs(ctx context.Context, addrs []netip.Addr, port uint16)
 	if len(addrs) == 0 {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: ErrNoAddresses}
 	}
-	if port == 0 {
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: tcpAddr(netip.AddrPortFrom(addrs[0], 0)), Err: errPortZero}
-	}
 	order := interleave(addrs)
 	if err := ctx.Err(); err != nil {
 		return nil, contextError(netip.AddrPortFrom(order[0], port), err)
