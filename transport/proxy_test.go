@@ -184,6 +184,7 @@ type proxySettings struct {
 	GetProxyConnectHeader  func(ctx context.Context, proxyURL *url.URL, target string) (http.Header, error)
 	OnProxyConnectResponse func(ctx context.Context, proxyURL *url.URL, connectReq *http.Request, connectRes *http.Response) error
 	ForceAttemptHTTP2      bool
+	DisableKeepAlives      bool
 }
 
 func (s proxySettings) transport(impl string, tlsCfg *tls.Config) http.RoundTripper {
@@ -192,12 +193,14 @@ func (s proxySettings) transport(impl string, tlsCfg *tls.Config) http.RoundTrip
 			Proxy: s.Proxy, DialContext: s.DialContext, TLSClientConfig: tlsCfg,
 			ProxyConnectHeader: s.ProxyConnectHeader, GetProxyConnectHeader: s.GetProxyConnectHeader,
 			OnProxyConnectResponse: s.OnProxyConnectResponse, ForceAttemptHTTP2: s.ForceAttemptHTTP2,
+			DisableKeepAlives: s.DisableKeepAlives,
 		}
 	}
 	return &Transport{
 		Proxy: s.Proxy, DialContext: s.DialContext, TLSClientConfig: tlsCfg,
 		ProxyConnectHeader: s.ProxyConnectHeader, GetProxyConnectHeader: s.GetProxyConnectHeader,
 		OnProxyConnectResponse: s.OnProxyConnectResponse, ForceAttemptHTTP2: s.ForceAttemptHTTP2,
+		DisableKeepAlives: s.DisableKeepAlives,
 	}
 }
 
@@ -559,6 +562,36 @@ var proxyCases = []proxyCase{
 		},
 	},
 	{
+		name:   "CONNECT refused with a body: the status text, the body unread",
+		errHas: "Forbidden",
+		setup: func(e *proxyEnv) (proxySettings, []string) {
+			return proxyWith(e.rawProxy(connectReply("HTTP/1.1 403 Forbidden\r\nContent-Length: 9\r\n\r\nno tunnel")), e.target("https", "origin.test", "/"))
+		},
+		check: func(t *testing.T, errs []error) {
+			var se *ProxyStatusError
+			if err := wantOneError(t, errs); !errors.As(err, &se) || se.StatusCode != 403 {
+				t.Errorf("want a *ProxyStatusError 403: %v", err)
+			}
+		},
+	},
+	{
+		name: "CONNECT answered 200, then the proxy closes the tunnel",
+		setup: func(e *proxyEnv) (proxySettings, []string) {
+			return proxyWith(e.rawProxy(connectReply("HTTP/1.1 200 Connection established\r\n\r\n")), e.target("https", "origin.test", "/"))
+		},
+		check: func(t *testing.T, errs []error) { wantOneError(t, errs) },
+	},
+	{
+		name: "DisableKeepAlives: a connection to the proxy, or a tunnel, per request",
+		setup: func(e *proxyEnv) (proxySettings, []string) {
+			s, urls := proxyWith(e.plainProxy().url("", ""),
+				e.target("http", "origin.test", "/1"), e.target("http", "other.test", "/2"),
+				e.target("https", "origin.test", "/3"), e.target("https", "origin.test", "/4"))
+			s.DisableKeepAlives = true
+			return s, urls
+		},
+	},
+	{
 		name: "https proxy, http target: forwarding over TLS to the proxy",
 		setup: func(e *proxyEnv) (proxySettings, []string) {
 			return proxyWith(e.httpsProxy().url("", ""), e.target("http", "origin.test", "/a"), e.target("http", "other.test", "/b"))
@@ -771,6 +804,12 @@ func TestProxyExpectations(t *testing.T) {
 		{"https targets: one tunnel per target", func(o proxyOutcome) bool { return o.Proxies["plain"].Conns == 2 }},
 		{"GetProxyConnectHeader replaces", func(o proxyOutcome) bool {
 			return reflect.DeepEqual(o.Proxies["plain"].Tags, [][]string{{"dynamic origin.test:TLSORIGIN"}})
+		}},
+		{"DisableKeepAlives: a connection", func(o proxyOutcome) bool {
+			return o.Proxies["plain"].Conns == 4 && len(o.Origins) == 4
+		}},
+		{"CONNECT answered 200, then", func(o proxyOutcome) bool {
+			return o.RawConns == 1 && o.Results[0] == "error class error"
 		}},
 		{"https proxy, http target", func(o proxyOutcome) bool {
 			return o.Proxies["https"].Conns == 1 && strings.Contains(o.Results[1], "tls=true")

@@ -1,0 +1,95 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// closeTrackingBody is a request body that records Close.
+type closeTrackingBody struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (b *closeTrackingBody) Close() error {
+	b.closed.Store(true)
+	return nil
+}
+
+// TestProxyAudit7ErrorsCloseBody: on every proxy failure the request body
+// is closed, and the error is of the same kind as net/http's.
+func TestProxyAudit7ErrorsCloseBody(t *testing.T) {
+	errProxyFunc := errors.New("proxy func failed")
+	errHook := errors.New("hook failed")
+	cases := []struct {
+		name  string
+		setup func(e *proxyEnv) (proxySettings, string)
+	}{
+		{"Proxy func error", func(e *proxyEnv) (proxySettings, string) {
+			return proxySettings{Proxy: func(*http.Request) (*url.URL, error) { return nil, errProxyFunc }}, e.target("http", "127.0.0.1", "/")
+		}},
+		{"proxy unreachable, http target", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(&url.URL{Scheme: "http", Host: e.closedAddr()})
+			return s, e.target("http", "origin.test", "/")
+		}},
+		{"proxy unreachable, https target", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(&url.URL{Scheme: "http", Host: e.closedAddr()})
+			return s, e.target("https", "origin.test", "/")
+		}},
+		{"CONNECT 407", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.authProxy().url(proxyUser, "wrong"))
+			return s, e.target("https", "origin.test", "/")
+		}},
+		{"GetProxyConnectHeader error", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.plainProxy().url("", ""))
+			s.GetProxyConnectHeader = func(context.Context, *url.URL, string) (http.Header, error) { return nil, errHook }
+			return s, e.target("https", "origin.test", "/")
+		}},
+		{"OnProxyConnectResponse error", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.plainProxy().url("", ""))
+			s.OnProxyConnectResponse = func(context.Context, *url.URL, *http.Request, *http.Response) error { return errHook }
+			return s, e.target("https", "origin.test", "/")
+		}},
+		{"socks5 refused target", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.socksProxy().url("socks5", false))
+			return s, "http://" + e.closedAddr() + "/"
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var kinds [2]string
+			for i, impl := range []string{"nethttp", "ferry"} {
+				e := &proxyEnv{t: t, cert: proxyTestCert(t)}
+				s, target := tc.setup(e)
+				rt := proxyTwin(impl, e, s, nil)
+				body := &closeTrackingBody{Reader: strings.NewReader("payload")}
+				req, err := http.NewRequest("POST", target, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := rt.RoundTrip(req)
+				closeIdle(rt)
+				if err == nil {
+					resp.Body.Close()
+					t.Fatalf("%s: want an error, got %s", impl, resp.Status)
+				}
+				if !body.closed.Load() {
+					t.Errorf("%s: request body not closed after %v", impl, err)
+				}
+				kinds[i] = errKind(err)
+				if errors.Is(err, errHook) || errors.Is(err, errProxyFunc) {
+					kinds[i] += " (the hook's error)"
+				}
+			}
+			if kinds[0] != kinds[1] {
+				t.Errorf("error kinds differ: net/http %s, ferry %s", kinds[0], kinds[1])
+			}
+		})
+	}
+}
