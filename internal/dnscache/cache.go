@@ -167,8 +167,9 @@ func (c *Cache) LookupNetIP(ctx context.Context, host string) ([]netip.Addr, err
 				if e.err != nil {
 					c.stats.errors.Add(1)
 				}
-				traceDone(trace, e.addrs, e.err, false)
-				return e.addrs, e.err
+				err := namedFor(e.err, host)
+				traceDone(trace, e.addrs, err, false)
+				return e.addrs, err
 			}
 			if e.err == nil && now.Before(e.staleUntil) {
 				c.stats.staleServed.Add(1)
@@ -179,8 +180,23 @@ func (c *Cache) LookupNetIP(ctx context.Context, host string) ([]netip.Addr, err
 		}
 	}
 	addrs, err, coalesced := c.lookupShared(ctx, host, key)
+	err = namedFor(err, host)
 	traceDone(trace, addrs, err, coalesced)
 	return addrs, err
+}
+
+// namedFor returns err naming host as this caller spelled it, as net's
+// resolver does: answers are shared by every spelling of a name (the cache
+// key is lower-cased), so a cached or shared failure may name another one.
+// The shared error is copied, never modified.
+func namedFor(err error, host string) error {
+	de, ok := err.(*net.DNSError)
+	if !ok || de.Name == host {
+		return err
+	}
+	named := *de
+	named.Name = host
+	return &named
 }
 
 // traceDone fires DNSDone, converting addresses only when a hook wants them.
