@@ -78,10 +78,13 @@ func writeRequestHead(bw *bufio.Writer, o *outgoing) error {
 	if v, ok := req.Header["User-Agent"]; ok {
 		ua = ""
 		if len(v) > 0 {
-			ua = strings.TrimSpace(v[0])
+			ua = v[0]
 		}
 	}
 	if ua != "" {
+		// A value of only white space is sent empty, as net/http does
+		// (it trims after deciding to send the field).
+		ua = trimHeaderValue(ua)
 		bw.WriteString("User-Agent: ")
 		bw.WriteString(ua)
 		bw.WriteString("\r\n")
@@ -90,7 +93,7 @@ func writeRequestHead(bw *bufio.Writer, o *outgoing) error {
 		}
 	}
 
-	if req.Close && !httpguts.HeaderValuesContainsToken(req.Header["Connection"], "close") {
+	if req.Close && !hasToken(firstValue(req.Header, "Connection"), "close") {
 		writeField(bw, trace, "Connection", "close")
 	}
 	if o.sendCL {
@@ -103,7 +106,9 @@ func writeRequestHead(bw *bufio.Writer, o *outgoing) error {
 	} else if o.chunked {
 		writeField(bw, trace, "Transfer-Encoding", "chunked")
 	}
-	if len(req.Trailer) > 0 {
+	// Trailers go only with a chunked body (net/http drops Trailer
+	// otherwise, keys unchecked).
+	if o.chunked && o.body != nil && len(req.Trailer) > 0 {
 		keys := make([]string, 0, len(req.Trailer))
 		for k := range req.Trailer {
 			k = http.CanonicalHeaderKey(k)
@@ -114,7 +119,12 @@ func writeRequestHead(bw *bufio.Writer, o *outgoing) error {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		writeField(bw, trace, "Trailer", strings.Join(keys, ","))
+		bw.WriteString("Trailer: ")
+		bw.WriteString(strings.Join(keys, ","))
+		bw.WriteString("\r\n")
+		if trace != nil && trace.WroteHeaderField != nil {
+			trace.WroteHeaderField("Trailer", keys)
+		}
 	}
 
 	hdr := req.Header
@@ -194,6 +204,26 @@ func hasCTL(s string) bool {
 	}
 	return false
 }
+
+// hasToken reports whether token occurs in v as net/http's hasToken
+// finds it (its check of one header value for "close"): case-insensitively,
+// bounded by the value's ends, spaces, tabs or commas.
+func hasToken(v, token string) bool {
+	for i := 0; i+len(token) <= len(v); i++ {
+		if i > 0 && !isTokenBoundary(v[i-1]) {
+			continue
+		}
+		if end := i + len(token); end != len(v) && !isTokenBoundary(v[end]) {
+			continue
+		}
+		if strings.EqualFold(v[i:i+len(token)], token) {
+			return true
+		}
+	}
+	return false
+}
+
+func isTokenBoundary(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
 
 func writeField(bw *bufio.Writer, trace *httptrace.ClientTrace, k, v string) {
 	bw.WriteString(k)
