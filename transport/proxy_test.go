@@ -693,6 +693,38 @@ var proxyCases = []proxyCase{
 		},
 	},
 	{
+		name: "direct and proxied requests to one origin never share a connection",
+		setup: func(e *proxyEnv) (proxySettings, []string) {
+			p := e.plainProxy()
+			return proxySettings{
+					Proxy: func(r *http.Request) (*url.URL, error) {
+						if r.URL.Query().Has("via") {
+							return p.url("", ""), nil
+						}
+						return nil, nil
+					},
+					DialContext: dialLoopbackNames,
+				}, []string{
+					e.target("https", "origin.test", "/a?via"), e.target("https", "origin.test", "/b"),
+					e.target("https", "origin.test", "/c?via"), e.target("https", "origin.test", "/d"),
+					e.target("http", "origin.test", "/e?via"), e.target("http", "origin.test", "/f"),
+					e.target("http", "origin.test", "/g?via"), e.target("http", "origin.test", "/h"),
+				}
+		},
+	},
+	{
+		name: "IDN target via an http proxy: absolute form and CONNECT in punycode",
+		setup: func(e *proxyEnv) (proxySettings, []string) {
+			return proxyWith(e.plainProxy().url("", ""), e.target("http", "bücher.test", "/idn"), e.target("https", "bücher.test", "/idn"))
+		},
+	},
+	{
+		name: "IDN target via socks5: the proxy gets the punycode name",
+		setup: func(e *proxyEnv) (proxySettings, []string) {
+			return proxyWith(e.socksProxy().url("socks5", false), e.target("http", "bücher.test", "/idn"))
+		},
+	},
+	{
 		name: "proxy host name resolved lazily by the transport",
 		setup: func(e *proxyEnv) (proxySettings, []string) {
 			_, port, _ := net.SplitHostPort(e.plainProxy().addr)
