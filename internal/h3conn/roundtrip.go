@@ -1,9 +1,12 @@
 package h3conn
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"sync"
 	"sync/atomic"
 )
@@ -14,6 +17,13 @@ import (
 // req is not modified. It uses a stream claimed with ReserveStream, or
 // claims one.
 //
+// What the caller sees follows net/http's HTTP/1.1 client where quic-go's
+// differs: a request body that fails to read, or whose length
+// is not req.ContentLength, fails the request with that error ("http:
+// ContentLength=N with Body length M") unless the response head came first;
+// an error returned by the httptrace Got1xxResponse hook aborts the request
+// with that error.
+//
 // Errors:
 //   - the request's context ended: the context's error (identity kept);
 //   - nothing of the request was sent (c closed, GOAWAY received, no stream
@@ -23,6 +33,8 @@ import (
 //     longer Usable;
 //   - the server reset the stream with H3_REQUEST_REJECTED: a
 //     *RetryableError with Unsent false; req.Body has been closed;
+//   - the request body's read error, a body length mismatch or the
+//     Got1xxResponse hook's error, as it is; req.Body has been closed;
 //   - anything else (response head over MaxResponseHeaderBytes, protocol
 //     errors, the connection lost mid-request) is returned as quic-go made
 //     it (often an *http3.Error); req.Body has been closed.
@@ -36,24 +48,40 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &RetryableError{Err: ErrConnUnusable, Unsent: true}
 	}
 	ctx := req.Context()
-	if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.GotConn != nil {
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.GotConn != nil {
 		info.Conn = traceConn{q: c.q}
 		trace.GotConn(info)
 	}
 
 	st := &requestState{}
-	r := req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: st.wroteHeaders}))
-	if req.Body != nil && req.Body != http.NoBody {
-		st.body = &requestBody{rc: req.Body, st: st}
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	if hasBody || trace != nil && trace.Got1xxResponse != nil {
+		// The request may have to be aborted with an error of ours.
+		ctx, st.cancel = context.WithCancelCause(ctx)
+	}
+	r := req.WithContext(st.traceContext(ctx, trace))
+	if hasBody {
+		st.body = &requestBody{rc: req.Body, st: st, limit: -1}
+		if req.ContentLength > 0 {
+			st.body.limit = req.ContentLength
+		}
 		r.Body = st.body
 	}
 	resp, err := c.cc.RoundTrip(r)
+	if err == nil {
+		err = st.responded()
+		if err != nil {
+			resp.Body.Close()
+		}
+	}
 	if err != nil {
+		st.end()
 		c.release()
 		return nil, c.classify(req, st, err)
 	}
 	resp.Request = req
-	resp.Body = &responseBody{rc: resp.Body, c: c}
+	resp.Body = &responseBody{rc: resp.Body, c: c, st: st, resp: resp}
 	return resp, nil
 }
 
@@ -62,6 +90,10 @@ func (c *Conn) classify(req *http.Request, st *requestState, err error) error {
 	if ctxErr := req.Context().Err(); ctxErr != nil {
 		st.closeBody()
 		return ctxErr
+	}
+	if abort := st.abortErr(); abort != nil {
+		st.closeBody()
+		return abort
 	}
 	if !st.headers.Load() && !st.bodyTouched() {
 		// quic-go could not open a stream or write the head: the
@@ -77,13 +109,100 @@ func (c *Conn) classify(req *http.Request, st *requestState, err error) error {
 }
 
 // requestState records how far a request got: whether quic-go wrote its
-// headers (the WroteHeaders hook) and whether it touched the body.
+// headers (the WroteHeaders hook) and whether it touched the body; and
+// aborts it when the body or a hook fails before the response head came.
 type requestState struct {
 	headers atomic.Bool
 	body    *requestBody
+	// cancel aborts the request (nil when nothing can abort it); called
+	// with nil once the request is over.
+	cancel context.CancelCauseFunc
+
+	mu    sync.Mutex // guards abort and head
+	abort error      // why the request was aborted before its response head
+	head  bool       // the response head was handed to the caller
 }
 
 func (s *requestState) wroteHeaders() { s.headers.Store(true) }
+
+// fail aborts the request with err unless its response head already came
+// (then the stream's send side was reset by quic-go and the response goes
+// on, as net/http's HTTP/1.1 client returns a response that came before
+// its body write failed).
+func (s *requestState) fail(err error) {
+	s.mu.Lock()
+	if !s.head && s.abort == nil {
+		s.abort = err
+		s.cancel(err)
+	}
+	s.mu.Unlock()
+}
+
+// responded records that quic-go returned the response head, or returns
+// the abort error that lost the race with it.
+func (s *requestState) responded() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.abort != nil {
+		return s.abort
+	}
+	s.head = true
+	return nil
+}
+
+func (s *requestState) abortErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.abort
+}
+
+// end releases the request's abort context.
+func (s *requestState) end() {
+	if s.cancel != nil {
+		s.cancel(nil)
+	}
+}
+
+// traceContext returns ctx with the hooks quic-go calls for this request:
+// the caller's trace (may be nil) plus WroteHeaders for st and, when the
+// caller has Got1xxResponse, its error honoured. The caller's trace is
+// replaced by a copy rather than composed with httptrace.WithClientTrace,
+// which would call the caller's Got1xxResponse a second time.
+func (s *requestState) traceContext(ctx context.Context, trace *httptrace.ClientTrace) context.Context {
+	if trace == nil {
+		return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: s.wroteHeaders})
+	}
+	ours := *trace
+	if wrote := trace.WroteHeaders; wrote != nil {
+		ours.WroteHeaders = func() { s.wroteHeaders(); wrote() }
+	} else {
+		ours.WroteHeaders = s.wroteHeaders
+	}
+	if got := trace.Got1xxResponse; got != nil {
+		ours.Got1xxResponse = func(code int, h textproto.MIMEHeader) error {
+			err := got(code, h)
+			if err != nil {
+				s.fail(err)
+			}
+			return err
+		}
+	}
+	return traceReplaced{Context: ctx, old: trace, trace: &ours}
+}
+
+// traceReplaced is a context whose httptrace hooks are trace instead of old.
+type traceReplaced struct {
+	context.Context
+	old, trace *httptrace.ClientTrace
+}
+
+func (c traceReplaced) Value(key any) any {
+	v := c.Context.Value(key)
+	if t, ok := v.(*httptrace.ClientTrace); ok && t == c.old {
+		return c.trace
+	}
+	return v
+}
 
 func (s *requestState) bodyTouched() bool {
 	return s.body != nil && s.body.touched.Load()
@@ -95,11 +214,15 @@ func (s *requestState) closeBody() {
 	}
 }
 
-// requestBody wraps the caller's body to learn whether it was read and to
-// close it at most once (quic-go and the error paths may both close it).
+// requestBody wraps the caller's body to learn whether it was read, to
+// close it at most once (quic-go and the error paths may both close it),
+// and to fail the request when reading it fails or its length is not the
+// declared one.
 type requestBody struct {
 	rc      io.ReadCloser
 	st      *requestState
+	limit   int64 // req.ContentLength; -1: unknown
+	n       int64 // bytes read so far (only quic-go's writer reads)
 	touched atomic.Bool
 	once    sync.Once
 	err     error
@@ -107,7 +230,15 @@ type requestBody struct {
 
 func (b *requestBody) Read(p []byte) (int, error) {
 	b.touched.Store(true)
-	return b.rc.Read(p)
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	if err == io.EOF && b.limit >= 0 && b.n != b.limit {
+		err = fmt.Errorf("http: ContentLength=%d with Body length %d", b.limit, b.n)
+	}
+	if err != nil && err != io.EOF {
+		b.st.fail(err)
+	}
+	return n, err
 }
 
 func (b *requestBody) Close() error {
@@ -122,6 +253,8 @@ func (b *requestBody) Close() error {
 type responseBody struct {
 	rc   io.ReadCloser
 	c    *Conn
+	st   *requestState
+	resp *http.Response
 	done atomic.Bool
 }
 
@@ -141,6 +274,7 @@ func (b *responseBody) Close() error {
 
 func (b *responseBody) finish() {
 	if b.done.CompareAndSwap(false, true) {
+		b.st.end()
 		b.c.release()
 	}
 }

@@ -1,0 +1,241 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/h3conn"
+)
+
+// Side-by-side harness for the HTTP/3 path: one handler served over
+// HTTP/1.1 with TLS (TCP) and over HTTP/3 (quic-go's server), the same
+// request sent through net/http.Transport over TCP (the reference) and
+// through ferry over HTTP/3, and what the caller sees compared.
+
+// h3Twin is the pair of clients for one handler.
+type h3Twin struct {
+	url  string
+	ref  http.RoundTripper // net/http.Transport over TCP
+	h3   *Transport        // ferry, with a warm HTTP/3 connection to the handler
+	sent atomic.Int64      // requests ferry handed to an HTTP/3 connection
+}
+
+// newH3Twin serves h over TCP and HTTP/3 and returns the clients. The
+// ferry transport's HTTP/3 connection is up before it returns (a GET of
+// /h3twin-warm must come back over HTTP/3.0; h answers it however it
+// likes). mod, if set, configures both transports' common fields.
+func newH3Twin(t *testing.T, h http.Handler, mod func(*http.Transport)) *h3Twin {
+	t.Helper()
+	u := startTLS(t, h)
+	port, _ := startH3(t, h, nil)
+	ref := &http.Transport{TLSClientConfig: h3Cert(t).ClientConfig()}
+	if mod != nil {
+		mod(ref)
+	}
+	t.Cleanup(ref.CloseIdleConnections)
+	tr := newH3Transport(t, func(tr *Transport) {
+		tr.h3.headStart = time.Minute
+		tr.DisableCompression = ref.DisableCompression
+		tr.MaxResponseHeaderBytes = ref.MaxResponseHeaderBytes
+		tr.ResponseHeaderTimeout = ref.ResponseHeaderTimeout
+		tr.ExpectContinueTimeout = ref.ExpectContinueTimeout
+	})
+	tw := &h3Twin{url: u, ref: ref, h3: tr}
+	tr.h3.beforeSend = func(*h3conn.Conn) { tw.sent.Add(1) }
+	advertise(t, tr.altSvcCache(), u, altValue("", port))
+	req, err := http.NewRequest("GET", u+"/h3twin-warm", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.Proto != "HTTP/3.0" {
+		t.Fatalf("warm-up request went over %s, want HTTP/3.0", resp.Proto)
+	}
+	return tw
+}
+
+// both runs f with each client and fails the test where the outcomes
+// differ. f returns a description of what the caller saw.
+func (tw *h3Twin) both(t *testing.T, f func(t *testing.T, rt http.RoundTripper, u string) string) {
+	t.Helper()
+	want := f(t, tw.ref, tw.url)
+	before := tw.sent.Load()
+	got := f(t, tw.h3, tw.url)
+	if tw.sent.Load() == before {
+		t.Fatalf("ferry did not send the request over HTTP/3 (it saw: %s)", got)
+	}
+	if got != want {
+		t.Errorf("HTTP/3 path differs from net/http over TCP\nferry h3: %s\nnet/http: %s", got, want)
+	}
+}
+
+// describe summarises a RoundTrip outcome and the body read to its end,
+// leaving out what legitimately differs between protocols (Proto, the
+// headers servers add on their own).
+func describe(resp *http.Response, err error) string {
+	if err != nil {
+		// net/http wraps some errors in this when the HTTP/1.1
+		// connection broke (depending on timing); a stream has no
+		// such connection, and HTTP/2 returns them bare.
+		return "error: " + strings.TrimPrefix(err.Error(), "net/http: HTTP/1.x transport connection broken: ")
+	}
+	defer resp.Body.Close()
+	b, rerr := io.ReadAll(resp.Body)
+	var keys []string
+	for k, v := range resp.Header {
+		switch k {
+		case "Date", "Alt-Svc":
+			continue
+		}
+		keys = append(keys, k+"="+strings.Join(v, ","))
+	}
+	sort.Strings(keys)
+	var tk []string
+	for k, v := range resp.Trailer {
+		tk = append(tk, k+"="+strings.Join(v, ","))
+	}
+	sort.Strings(tk)
+	return fmt.Sprintf("status=%d cl=%d uncompressed=%v header=[%s] body=%q readErr=%v trailer=[%s]",
+		resp.StatusCode, resp.ContentLength, resp.Uncompressed, strings.Join(keys, " "), b, rerr, strings.Join(tk, " "))
+}
+
+// failingBody is a request body whose Read fails after n bytes.
+type failingBody struct {
+	n      int
+	err    error
+	closed chan struct{}
+}
+
+var errBodyBroke = errors.New("test: request body broke")
+
+func newFailingBody(n int) *failingBody {
+	return &failingBody{n: n, err: errBodyBroke, closed: make(chan struct{})}
+}
+
+func (b *failingBody) Read(p []byte) (int, error) {
+	if b.n == 0 {
+		return 0, b.err
+	}
+	k := min(len(p), b.n)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	b.n -= k
+	return k, nil
+}
+
+func (b *failingBody) Close() error {
+	select {
+	case <-b.closed:
+	default:
+		close(b.closed)
+	}
+	return nil
+}
+
+// awaitClosed reports whether b was closed within a hang guard.
+func (b *failingBody) awaitClosed() string {
+	select {
+	case <-b.closed:
+		return "body closed"
+	case <-time.After(10 * time.Second):
+		return "body NOT closed"
+	}
+}
+
+// holdingBodyHandler reads the request body and then never answers: the
+// request can only end with the client's error (the hang guard aside).
+func holdingBodyHandler(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	<-r.Context().Done()
+}
+
+// TestH3TwinRequestBodyFailure: a request body whose length is not its
+// ContentLength, or whose Read fails, fails the request with net/http's
+// error (the body's own error; "http: ContentLength=N with Body length M"),
+// and the body is closed. Before, quic-go sent a short body as if it were
+// whole (the server saw a truncated request and the caller got its answer)
+// and reported the other cases as a stream error. The server never answers,
+// so that the outcome does not depend on whether its answer or the
+// client's error comes first.
+func TestH3TwinRequestBodyFailure(t *testing.T) {
+	tw := newH3Twin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/h3twin-warm" {
+			return
+		}
+		holdingBodyHandler(w, r)
+	}), nil)
+	for _, tc := range []struct {
+		name string
+		body func() *failingBody
+		cl   int64
+	}{
+		{"shorter_than_content_length", func() *failingBody { b := newFailingBody(5); b.err = io.EOF; return b }, 10},
+		{"longer_than_content_length", func() *failingBody { b := newFailingBody(10); b.err = io.EOF; return b }, 5},
+		{"read_error_known_length", func() *failingBody { return newFailingBody(3) }, 10},
+		{"read_error_streamed", func() *failingBody { return newFailingBody(3) }, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tw.both(t, func(t *testing.T, rt http.RoundTripper, u string) string {
+				body := tc.body()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // hang guard
+				defer cancel()
+				req, err := http.NewRequestWithContext(ctx, "POST", u, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.ContentLength = tc.cl
+				resp, err := rt.RoundTrip(req)
+				return fmt.Sprintf("%s; is body error %v; %s", describe(resp, err), errors.Is(err, errBodyBroke), body.awaitClosed())
+			})
+		})
+	}
+}
+
+// TestH3TwinGot1xxResponseError: an error returned by the httptrace
+// Got1xxResponse hook aborts the request with that error, as net/http
+// does; quic-go ignored it and returned the final response. A hook that
+// returns nil sees the 103 and the request goes on.
+func TestH3TwinGot1xxResponseError(t *testing.T) {
+	tw := newH3Twin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		io.WriteString(w, "final")
+	}), nil)
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprint("hook_fails_", fail), func(t *testing.T) {
+			tw.both(t, func(t *testing.T, rt http.RoundTripper, u string) string {
+				boom := errors.New("test: no early hints please")
+				var seen []string
+				trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+					seen = append(seen, fmt.Sprint(code, " ", h.Get("Link")))
+					if fail {
+						return boom
+					}
+					return nil
+				}}
+				req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", u, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := rt.RoundTrip(req)
+				return fmt.Sprintf("%s; is hook error %v; hook saw %q", describe(resp, err), errors.Is(err, boom), seen)
+			})
+		})
+	}
+}
