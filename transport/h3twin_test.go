@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -235,6 +237,72 @@ func TestH3TwinGot1xxResponseError(t *testing.T) {
 				}
 				resp, err := rt.RoundTrip(req)
 				return fmt.Sprintf("%s; is hook error %v; hook saw %q", describe(resp, err), errors.Is(err, boom), seen)
+			})
+		})
+	}
+}
+
+// TestH3TwinCompression: transparent gzip follows net/http's rules over
+// HTTP/3 too: a response without a body (204, 304, Content-Length 0) keeps
+// its Content-Encoding and length and is not marked Uncompressed, a 304
+// without Content-Length has ContentLength 0, and "GZIP" in any case is
+// decoded. quic-go decoded the empty ones (dropping both headers, length
+// -1) and left "GZIP" encoded.
+func TestH3TwinCompression(t *testing.T) {
+	zipped := func(s string) []byte {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		io.WriteString(zw, s)
+		zw.Close()
+		return buf.Bytes()
+	}
+	tw := newH3Twin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked := r.Header.Get("Accept-Encoding")
+		w.Header().Set("X-Asked", asked)
+		switch r.URL.Path {
+		case "/304":
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Header().Set("Etag", `"v1"`)
+			w.WriteHeader(http.StatusNotModified)
+		case "/304-plain":
+			w.WriteHeader(http.StatusNotModified)
+		case "/204":
+			w.Header().Set("Content-Encoding", "gzip")
+			w.WriteHeader(http.StatusNoContent)
+		case "/empty":
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Header().Set("Content-Length", "0")
+		case "/gzip", "/GZIP":
+			b := zipped("zipped")
+			w.Header().Set("Content-Encoding", r.URL.Path[1:])
+			w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+			w.Write(b)
+		}
+	}), nil)
+	for _, tc := range []struct {
+		method, path string
+		header       string // Accept-Encoding or Range set by the caller
+	}{
+		{"GET", "/304", ""},
+		{"GET", "/304-plain", ""},
+		{"GET", "/204", ""},
+		{"GET", "/empty", ""},
+		{"GET", "/gzip", ""},
+		{"GET", "/GZIP", ""},
+		{"GET", "/gzip", "Accept-Encoding: gzip"},
+		{"GET", "/gzip", "Range: bytes=0-"},
+		{"HEAD", "/gzip", ""},
+	} {
+		t.Run(tc.method+tc.path+" "+tc.header, func(t *testing.T) {
+			tw.both(t, func(t *testing.T, rt http.RoundTripper, u string) string {
+				req, err := http.NewRequest(tc.method, u+tc.path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k, v, ok := strings.Cut(tc.header, ": "); ok {
+					req.Header.Set(k, v)
+				}
+				return describe(rt.RoundTrip(req))
 			})
 		})
 	}

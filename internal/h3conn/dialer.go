@@ -40,7 +40,8 @@ func NewDialer(cfg Config) *Dialer {
 	d := &Dialer{cfg: cfg, conns: make(map[*Conn]struct{})}
 	d.h3 = http3.Transport{
 		MaxResponseHeaderBytes: cfg.maxHeaderBytes(),
-		DisableCompression:     cfg.DisableCompression,
+		// gzip is asked for and decoded by Conn (response.go).
+		DisableCompression: true,
 	}
 	d.closeCtx, d.closeCancel = context.WithCancel(context.Background())
 	return d

@@ -31,10 +31,12 @@
 //
 // # What comes from quic-go and what is added here
 //
-// quic-go's http3.ClientConn (v0.65) does the request encoding, gzip
-// (DisableCompression), trailers both ways, 1xx handling, cancellation by
-// the request context, the MaxResponseHeaderBytes limit and resp.Proto
-// "HTTP/3.0"; it fires the httptrace hooks WroteHeaderField, WroteHeaders,
+// quic-go's http3.ClientConn (v0.65) does the request encoding, trailers
+// both ways, 1xx handling, cancellation by the request context, the
+// MaxResponseHeaderBytes limit and resp.Proto "HTTP/3.0"; this package asks
+// for gzip and decodes it (Config.DisableCompression) with net/http's rules,
+// and makes request body failures and the Got1xxResponse hook's error end
+// the request as in net/http (see Conn.RoundTrip). quic-go fires the httptrace hooks WroteHeaderField, WroteHeaders,
 // WroteRequest, GotFirstResponseByte, Got1xxResponse and Got100Continue.
 // It fires no connection hooks when a ClientConn is used directly, so this
 // package fires DNSStart/DNSDone (default resolver only), ConnectStart/Done

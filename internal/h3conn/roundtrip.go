@@ -22,7 +22,8 @@ import (
 // is not req.ContentLength, fails the request with that error ("http:
 // ContentLength=N with Body length M") unless the response head came first;
 // an error returned by the httptrace Got1xxResponse hook aborts the request
-// with that error.
+// with that error; gzip is asked for and decoded as net/http does
+// (response.go).
 //
 // Errors:
 //   - the request's context ended: the context's error (identity kept);
@@ -68,6 +69,7 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		r.Body = st.body
 	}
+	st.gzip = c.addGzip(r)
 	resp, err := c.cc.RoundTrip(r)
 	if err == nil {
 		err = st.responded()
@@ -81,6 +83,7 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, c.classify(req, st, err)
 	}
 	resp.Request = req
+	decodeResponse(resp, req.Method, st.gzip)
 	resp.Body = &responseBody{rc: resp.Body, c: c, st: st, resp: resp}
 	return resp, nil
 }
@@ -114,6 +117,7 @@ func (c *Conn) classify(req *http.Request, st *requestState, err error) error {
 type requestState struct {
 	headers atomic.Bool
 	body    *requestBody
+	gzip    bool // gzip was asked for by addGzip: decode the response
 	// cancel aborts the request (nil when nothing can abort it); called
 	// with nil once the request is over.
 	cancel context.CancelCauseFunc
