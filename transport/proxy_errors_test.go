@@ -2,8 +2,10 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,7 +25,9 @@ func (b *closeTrackingBody) Close() error {
 }
 
 // TestProxyAudit7ErrorsCloseBody: on every proxy failure the request body
-// is closed, and the error is of the same kind as net/http's.
+// is closed, and the error is of the same kind as net/http's: the hook's
+// own error, a "proxyconnect" *net.OpError for failing to reach the proxy
+// (dial or TLS to it, not TLS to the target), a certificate error.
 func TestProxyAudit7ErrorsCloseBody(t *testing.T) {
 	errProxyFunc := errors.New("proxy func failed")
 	errHook := errors.New("hook failed")
@@ -56,6 +60,20 @@ func TestProxyAudit7ErrorsCloseBody(t *testing.T) {
 			s.OnProxyConnectResponse = func(context.Context, *url.URL, *http.Request, *http.Response) error { return errHook }
 			return s, e.target("https", "origin.test", "/")
 		}},
+		{"https proxy certificate not valid for its name", func(e *proxyEnv) (proxySettings, string) {
+			_, port, _ := net.SplitHostPort(e.httpsProxy().addr)
+			s, _ := proxyWith(&url.URL{Scheme: "https", Host: "proxy.test:" + port})
+			s.DialContext = dialLoopbackNames
+			return s, e.target("https", "origin.test", "/")
+		}},
+		{"target certificate not valid for the name, through a tunnel", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.plainProxy().url("", ""))
+			return s, e.target("https", "unknown.test", "/")
+		}},
+		{"socks5 proxy unreachable", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(&url.URL{Scheme: "socks5", Host: e.closedAddr()})
+			return s, e.target("http", "origin.test", "/")
+		}},
 		{"socks5 refused target", func(e *proxyEnv) (proxySettings, string) {
 			s, _ := proxyWith(e.socksProxy().url("socks5", false))
 			return s, "http://" + e.closedAddr() + "/"
@@ -84,7 +102,15 @@ func TestProxyAudit7ErrorsCloseBody(t *testing.T) {
 				}
 				kinds[i] = errKind(err)
 				if errors.Is(err, errHook) || errors.Is(err, errProxyFunc) {
-					kinds[i] += " (the hook's error)"
+					kinds[i] += ", the hook's error"
+				}
+				var oe *net.OpError
+				if errors.As(err, &oe) && oe.Op == "proxyconnect" {
+					kinds[i] += ", proxyconnect"
+				}
+				var ce *tls.CertificateVerificationError
+				if errors.As(err, &ce) {
+					kinds[i] += ", certificate"
 				}
 			}
 			if kinds[0] != kinds[1] {
