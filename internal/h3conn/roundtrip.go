@@ -84,7 +84,7 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Request = req
 	decodeResponse(resp, req.Method, st.gzip)
-	resp.Body = &responseBody{rc: resp.Body, c: c, st: st, resp: resp}
+	resp.Body = &responseBody{rc: resp.Body, c: c, st: st, resp: resp, declared: resp.Trailer}
 	return resp, nil
 }
 
@@ -253,21 +253,43 @@ func (b *requestBody) Close() error {
 
 // responseBody gives the stream slot back when the body ends: EOF, a read
 // error or Close, whichever comes first. Close may race with Read, as
-// net/http allows.
+// net/http allows. At EOF the trailers quic-go read go into the Trailer
+// map the response was returned with, as net/http fills it.
 type responseBody struct {
 	rc   io.ReadCloser
 	c    *Conn
 	st   *requestState
 	resp *http.Response
-	done atomic.Bool
+	// declared is resp.Trailer as quic-go returned it: the keys of the
+	// Trailer header, nil when there was none.
+	declared http.Header
+	done     atomic.Bool
 }
 
 func (b *responseBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err != nil {
+		if err == io.EOF {
+			b.keepTrailerMap()
+		}
 		b.finish()
 	}
 	return n, err
+}
+
+// keepTrailerMap moves the trailers quic-go stored in a new map into the
+// one the response was returned with (declared keys, nil values), where
+// net/http puts them: a caller may hold that map. It runs on the goroutine
+// that read EOF, the one quic-go set resp.Trailer on.
+func (b *responseBody) keepTrailerMap() {
+	declared, got := b.declared, b.resp.Trailer
+	if declared == nil || got == nil {
+		return
+	}
+	for k, v := range got {
+		declared[k] = v
+	}
+	b.resp.Trailer = declared
 }
 
 func (b *responseBody) Close() error {
