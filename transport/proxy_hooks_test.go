@@ -2,9 +2,7 @@ package transport
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -39,20 +37,11 @@ func TestProxyAudit7HookURLWithDialTLS(t *testing.T) {
 						return nil
 					},
 				}
-				rt := proxyTwin(impl, e, s, func(nt *http.Transport, ft *Transport) {
-					if !dialTLS {
-						return
-					}
-					f := func(ctx context.Context, network, addr string) (net.Conn, error) {
-						d := tls.Dialer{Config: tlsTestConfig(e.cert)}
-						return d.DialContext(ctx, network, addr)
-					}
-					if nt != nil {
-						nt.DialTLSContext = f
-					} else {
-						ft.DialTLSContext = f
-					}
-				})
+				var edit func(*http.Transport, *Transport)
+				if dialTLS {
+					edit = withDialTLS(e)
+				}
+				rt := proxyTwin(impl, e, s, edit)
 				defer closeIdle(rt)
 				getOK(t, rt, context.Background(), e.target("https", "origin.test", "/"))
 				if len(seen) != 2 || seen[0] != pu || seen[1] != pu {

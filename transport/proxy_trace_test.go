@@ -2,8 +2,11 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
+	"net"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -47,6 +50,14 @@ func TestProxyAudit7TraceFullHooks(t *testing.T) {
 			s, _ := proxyWith(e.socksAuthProxy().url("socks5h", true))
 			return s, e.target("https", "origin.test", "/")
 		}},
+		{"DialTLSContext to an https proxy, https target", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.httpsProxy().url(proxyUser, proxySecret))
+			return s, e.target("https", "origin.test", "/")
+		}},
+		{"DialTLSContext to an https proxy, http target", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.httpsProxy().url(proxyUser, proxySecret))
+			return s, e.target("http", "origin.test", "/")
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +65,11 @@ func TestProxyAudit7TraceFullHooks(t *testing.T) {
 			for i, impl := range []string{"nethttp", "ferry"} {
 				e := &proxyEnv{t: t, cert: proxyTestCert(t)}
 				s, target := tc.setup(e)
-				rt := proxyTwin(impl, e, s, nil)
+				var edit func(*http.Transport, *Transport)
+				if strings.HasPrefix(tc.name, "DialTLSContext") {
+					edit = withDialTLS(e)
+				}
+				rt := proxyTwin(impl, e, s, edit)
 				rec := &traceRecorder{}
 				getOK(t, rt, httptraceWith(context.Background(), rec), target)
 				closeIdle(rt)
@@ -64,5 +79,21 @@ func TestProxyAudit7TraceFullHooks(t *testing.T) {
 				t.Errorf("trace differs\nnet/http: %q\nferry:    %q", got[0], got[1])
 			}
 		})
+	}
+}
+
+// withDialTLS sets a DialTLSContext that completes the handshake itself
+// (trusting the test certificate) on either transport.
+func withDialTLS(e *proxyEnv) func(nt *http.Transport, ft *Transport) {
+	f := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := tls.Dialer{Config: tlsTestConfig(e.cert)}
+		return d.DialContext(ctx, network, addr)
+	}
+	return func(nt *http.Transport, ft *Transport) {
+		if nt != nil {
+			nt.DialTLSContext = f
+		} else {
+			ft.DialTLSContext = f
+		}
 	}
 }
