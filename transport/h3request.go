@@ -23,6 +23,7 @@ import (
 
 // h3Exchange is the per-request state of those features.
 type h3Exchange struct {
+	parent context.Context // the request's own context
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	gate   *continueGate
@@ -39,7 +40,7 @@ type h3Exchange struct {
 // with finish (directly, or through the response body).
 func (t *Transport) prepareH3(req *http.Request, o *outgoing) (*http.Request, *h3Exchange) {
 	gateBody := o.expectContinue && o.body != nil && t.ExpectContinueTimeout > 0
-	ex := &h3Exchange{reg: &t.cancels}
+	ex := &h3Exchange{reg: &t.cancels, parent: req.Context()}
 	ex.ctx, ex.cancel = context.WithCancelCause(req.Context())
 	ex.entry = cancelEntry{req: req, stop: ex.cancel}
 	ex.reg.register(&ex.entry)
@@ -101,12 +102,17 @@ func (ex *h3Exchange) finish() {
 	ex.cancel(nil)
 }
 
-// err turns a failure caused by one of the exchange's own cancellations
-// into the error net/http returns for it.
+// err turns a failure caused by one of the exchange's own cancellations,
+// or by the end of the request's context, into the error net/http returns
+// for it: for the context, its cause (quic-go reports a body read after
+// the context ended as a stream reset).
 func (ex *h3Exchange) err(err error) error {
 	cause := context.Cause(ex.ctx)
 	if cause == errRequestCanceled || cause == errHeaderTimeout {
 		return cause
+	}
+	if err != io.EOF && ex.parent.Err() != nil {
+		return context.Cause(ex.parent)
 	}
 	return err
 }
