@@ -52,7 +52,7 @@ func (pc *h1Conn) startAsyncWrite(o *outgoing) {
 }
 
 func (pc *h1Conn) writeBodyAsync(o *outgoing, gen uint64) {
-	err := writeRequestBody(pc.bw, o)
+	callerSide, err := writeRequestBodySide(pc.bw, o)
 	if err == nil {
 		err = pc.bw.Flush()
 	}
@@ -60,9 +60,16 @@ func (pc *h1Conn) writeBodyAsync(o *outgoing, gen uint64) {
 	pc.abortMu.Lock()
 	if err != nil {
 		pc.asyncWriteErr = err
-		if bre, ok := err.(requestBodyReadError); ok && gen == pc.gen && pc.abortErr == nil {
-			// The caller's body failed: that error ends the request.
-			pc.abortErr = bre.err
+		if callerSide && gen == pc.gen && pc.abortErr == nil {
+			// The caller's body failed: that error ends the request (the
+			// server may wait for the rest of the body forever). A failed
+			// Read is returned as is; a failed Close or a wrong length
+			// as net/http reports them, on a connection it closes.
+			if bre, ok := err.(requestBodyReadError); ok {
+				pc.abortErr = bre.err
+			} else {
+				pc.abortErr = &connBrokenError{err}
+			}
 			pc.conn.SetDeadline(aLongTimeAgo)
 		}
 	} else if d := pc.t.ResponseHeaderTimeout; d > 0 && pc.headPending && gen == pc.gen {

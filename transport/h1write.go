@@ -302,32 +302,46 @@ func isASCIISpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b 
 // writeRequestBody copies the body into w with o's framing, then closes
 // req.Body. Errors from the caller's body are wrapped in
 // requestBodyReadError.
-func writeRequestBody(bw *bufio.Writer, o *outgoing) (err error) {
+func writeRequestBody(bw *bufio.Writer, o *outgoing) error {
+	_, err := writeRequestBodySide(bw, o)
+	return err
+}
+
+// writeRequestBodySide is writeRequestBody that also reports whether a
+// failure is the caller's (its body's Read or Close failed, or its length
+// differs from ContentLength) rather than the connection's: after such a
+// failure nothing on the connection will fail by itself.
+func writeRequestBodySide(bw *bufio.Writer, o *outgoing) (callerSide bool, err error) {
 	defer func() {
 		if cerr := o.body.Close(); cerr != nil && err == nil {
-			err = cerr
+			callerSide, err = true, cerr
+		}
+	}()
+	defer func() {
+		if _, ok := err.(requestBodyReadError); ok {
+			callerSide = true
 		}
 	}()
 	if o.chunked {
-		return writeChunkedBody(bw, o)
+		return false, writeChunkedBody(bw, o)
 	}
 	if o.contentLength < 0 { // CONNECT with a body: raw until EOF
 		_, err := bw.ReadFrom(bodyReader{o.body})
-		return err
+		return false, err
 	}
 	n, err := bw.ReadFrom(bodyReader{io.LimitReader(o.body, o.contentLength)})
 	if err != nil {
-		return err
+		return false, err
 	}
 	// Read what is left to report a body longer than declared, as net/http.
 	extra, err := io.Copy(io.Discard, bodyReader{o.body})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if n+extra != o.contentLength {
-		return errBodyLength(o.contentLength, n+extra)
+		return true, errBodyLength(o.contentLength, n+extra)
 	}
-	return nil
+	return false, nil
 }
 
 // bodyReader tags errors of the caller's body so they are told apart from
