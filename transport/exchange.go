@@ -206,8 +206,10 @@ func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody, keys framingK
 		return nil, err
 	}
 	// Go 1.27 never reuses the connection of a CONNECT request: only a 2xx
-	// makes it a tunnel, but net/http drops it after any status.
-	if resp.Close || o.req.Close || o.addClose || (netHTTP127 && o.method == "CONNECT") {
+	// makes it a tunnel, but net/http drops it after any status. A final
+	// status below 200 (a 101 that switches nothing, or one below 100) is
+	// unexpected: net/http does not reuse its connection either.
+	if resp.Close || o.req.Close || o.addClose || resp.StatusCode <= 199 || (netHTTP127 && o.method == "CONNECT") {
 		pc.closeAfter = true
 	}
 	if kind == bodyNone {

@@ -221,6 +221,13 @@ func (pc *h1Conn) finish(reusable bool) {
 	if pc.writing && !pc.writeDone() {
 		reusable = false
 	}
+	if pc.br.Buffered() > 0 {
+		// Bytes past the end of the response (a body on a HEAD or 204
+		// answer, more than Content-Length) are no answer to the next
+		// request: net/http closes a connection that receives anything
+		// while idle.
+		reusable = false
+	}
 	trace := pc.trace
 	pc.req, pc.trace = nil, nil
 	if !reusable || aborted || pc.closeAfter || pc.closed {
