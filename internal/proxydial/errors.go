@@ -36,24 +36,35 @@ func (e *StatusError) Error() string {
 // net/http does (a *net.OpError with Op "proxyconnect"), adding the
 // proxy's address to the message.
 func proxyConnectError(addr, what string, err error) error {
-	return &net.OpError{Op: "proxyconnect", Net: "tcp", Err: &proxyCause{msg: what + " proxy " + addr, err: err}}
+	return &net.OpError{Op: "proxyconnect", Net: "tcp", Err: wrapError(what+" proxy "+addr, err)}
 }
 
-// proxyCause is the Err of a "proxyconnect" *net.OpError. It reports
-// Timeout() from its cause, because net.OpError.Timeout only looks one
-// level down.
-type proxyCause struct {
-	msg string
-	err error
+// causeError is an error with a message put before its cause's ("msg:
+// cause"). Unlike fmt.Errorf's wrapper it reports Timeout (and Temporary)
+// itself, because net.OpError.Timeout and url.Error.Timeout (what
+// http.Client callers test) look only at the error they hold, not down its
+// chain: where net/http returns a timeout bare, ferry's wrapped error must
+// still say so.
+type causeError struct {
+	msg     string
+	err     error
+	timeout bool // what Timeout reports; fixed at construction
 }
 
-func (e *proxyCause) Error() string { return e.msg + ": " + e.err.Error() }
-func (e *proxyCause) Unwrap() error { return e.err }
+// wrapError returns err with msg before it; Timeout is err's (found down
+// its chain).
+func wrapError(msg string, err error) error {
+	return &causeError{msg: msg, err: err, timeout: isTimeout(err)}
+}
 
-func (e *proxyCause) Timeout() bool {
+func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
-	return errors.As(e.err, &t) && t.Timeout()
+	return errors.As(err, &t) && t.Timeout()
 }
+
+func (e *causeError) Error() string { return e.msg + ": " + e.err.Error() }
+func (e *causeError) Unwrap() error { return e.err }
+func (e *causeError) Timeout() bool { return e.timeout }
 
 // Temporary mirrors Timeout, as net errors do.
-func (e *proxyCause) Temporary() bool { return e.Timeout() }
+func (e *causeError) Temporary() bool { return e.timeout }

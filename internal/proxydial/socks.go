@@ -49,10 +49,13 @@ func socksTunnel(ctx context.Context, proxyURL *url.URL, scheme, addr, target st
 	// On failure the SOCKS dialer closes conn. On success its result only
 	// wraps conn (adding the bound address), so conn itself is returned.
 	if _, err := cd.DialContext(hsCtx, "tcp", target); err != nil {
+		msg := "proxydial: SOCKS5 proxy " + addr + ", target " + target
 		if cerr := handshakeCtxErr(hsCtx, err); cerr != nil {
-			return nil, fmt.Errorf("proxydial: SOCKS5 proxy %s, target %s: %w (%w)", addr, target, cerr, err)
+			// Timeout is the context's, not that of the i/o timeout
+			// the SOCKS dialer's cancellation deadline caused.
+			return nil, &causeError{msg: msg, err: fmt.Errorf("%w (%w)", cerr, err), timeout: isTimeout(cerr)}
 		}
-		return nil, fmt.Errorf("proxydial: SOCKS5 proxy %s, target %s: %w", addr, target, err)
+		return nil, wrapError(msg, err)
 	}
 	return conn, nil
 }

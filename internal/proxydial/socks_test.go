@@ -89,13 +89,21 @@ func TestSOCKS5Bounded(t *testing.T) {
 		name string
 		cfg  *Config
 		ctx  func() (context.Context, context.CancelFunc)
+		want error // in the chain; the error's own Timeout() is want's
 	}{
 		{"ConnectTimeout", &Config{ConnectTimeout: 50 * time.Millisecond}, func() (context.Context, context.CancelFunc) {
 			return context.WithCancel(context.Background())
-		}},
+		}, context.DeadlineExceeded},
 		{"ctx deadline", nil, func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 50*time.Millisecond)
-		}},
+		}, context.DeadlineExceeded},
+		// The SOCKS dialer interrupts the handshake with a past deadline,
+		// an i/o timeout: the error is still no timeout.
+		{"ctx cancelled", nil, func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(20*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,8 +111,13 @@ func TestSOCKS5Bounded(t *testing.T) {
 			defer cancel()
 			_, err := Tunnel(ctx, proxyURL("socks5h", silent.Addr().String(), true), "localhost:9", tc.cfg)
 			assertNoSecret(t, err)
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("want context.DeadlineExceeded, got %v", err)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("want %v, got %v", tc.want, err)
+			}
+			// url.Error.Timeout asserts on the error itself, not its chain.
+			te, ok := err.(interface{ Timeout() bool })
+			if want := tc.want == context.DeadlineExceeded; !ok || te.Timeout() != want {
+				t.Fatalf("%T %v: Timeout() should be %v", err, err, want)
 			}
 		})
 	}

@@ -60,7 +60,7 @@ func connectHeader(ctx context.Context, proxyURL *url.URL, target string, cfg *C
 		var err error
 		hdr, err = cfg.GetProxyConnectHeader(ctx, proxyURL, target)
 		if err != nil {
-			return nil, fmt.Errorf("proxydial: GetProxyConnectHeader: %w", err)
+			return nil, wrapError("proxydial: GetProxyConnectHeader", err)
 		}
 	} else {
 		hdr = cfg.ProxyConnectHeader
@@ -107,16 +107,16 @@ func connectTunnel(ctx context.Context, conn net.Conn, proxyURL *url.URL, addr, 
 	resp, br, err := exchangeConnect(conn, req, cfg.maxHeaderBytes())
 	if !stop() {
 		conn.Close()
-		return nil, fmt.Errorf("proxydial: CONNECT %s via proxy %s: %w", target, addr, connectCtx.Err())
+		return nil, wrapError("proxydial: CONNECT "+target+" via proxy "+addr, connectCtx.Err())
 	}
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("proxydial: CONNECT %s via proxy %s: %w", target, addr, err)
+		return nil, wrapError("proxydial: CONNECT "+target+" via proxy "+addr, err)
 	}
 	if cfg.OnProxyConnectResponse != nil {
 		if err := cfg.OnProxyConnectResponse(ctx, proxyURL, req, resp); err != nil {
 			conn.Close()
-			return nil, fmt.Errorf("proxydial: OnProxyConnectResponse: %w", err)
+			return nil, wrapError("proxydial: OnProxyConnectResponse", err)
 		}
 	}
 	if resp.StatusCode != http.StatusOK {
