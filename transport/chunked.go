@@ -8,10 +8,13 @@ import (
 )
 
 // Chunk headers of the chunked transfer coding (RFC 9112 section 7.1), with
-// net/http's limits: a chunk-size line of at most 4 KiB, at most 16 hex
-// digits, extensions ignored, strict CRLF after the data, and a cap on the
-// bytes spent on framing rather than data so a server cannot make the
-// client churn through endless tiny chunks with long extensions.
+// net/http's limits: a chunk-size line ending in CRLF (a bare LF is not
+// accepted there, RFC 9112 errata 7633) with no other CR, of less than
+// 4 KiB, at most 16 hex digits, extensions ignored, strict CRLF after the
+// data, and a cap on the bytes spent on framing rather than data so a
+// server cannot make the client churn through endless tiny chunks with long
+// extensions. Unlike net/http, white space before the ';' of an extension
+// (BWS, which RFC 9112 allows) is accepted.
 
 const maxChunkLineLength = 4096
 
@@ -20,6 +23,8 @@ var (
 	errMalformedChunked = errors.New("malformed chunked encoding")
 	errChunkTooLarge    = errors.New("http chunk length too large")
 	errChunkOverhead    = errors.New("chunked encoding contains too much non-data")
+	errChunkBareLF      = errors.New("chunked line ends with bare LF")
+	errChunkInnerCR     = errors.New("invalid CR in chunked line")
 )
 
 type chunkState struct {
@@ -30,17 +35,27 @@ type chunkState struct {
 // readHeader reads one chunk-size line and returns the size.
 func (c *chunkState) readHeader(br *bufio.Reader) (int64, error) {
 	line, err := br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull || len(line) >= maxChunkLineLength {
-		return 0, errChunkLineTooLong
-	}
 	if err != nil {
-		if err == io.EOF {
+		switch err {
+		case bufio.ErrBufferFull:
+			err = errChunkLineTooLong
+		case io.EOF:
 			err = io.ErrUnexpectedEOF
 		}
 		return 0, err
 	}
+	if i := bytes.IndexByte(line, '\r'); i < 0 {
+		return 0, errChunkBareLF
+	} else if i != len(line)-2 {
+		return 0, errChunkInnerCR
+	}
+	line = line[:len(line)-2]
+	if len(line) >= maxChunkLineLength {
+		return 0, errChunkLineTooLong
+	}
+	// The line and the CRLF after the chunk's data are framing.
 	c.excess += int64(len(line)) + 2
-	line = bytes.TrimRight(line, " \t\r\n")
+	line = bytes.TrimRight(line, " \t")
 	if i := bytes.IndexByte(line, ';'); i >= 0 {
 		line = bytes.TrimRight(line[:i], " \t")
 	}
