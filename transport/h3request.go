@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -123,12 +124,16 @@ func (ex *h3Exchange) wrapBody(rc io.ReadCloser) io.ReadCloser {
 }
 
 type h3ExchangeBody struct {
-	rc   io.ReadCloser
-	ex   *h3Exchange
-	once sync.Once
+	rc     io.ReadCloser
+	ex     *h3Exchange
+	once   sync.Once
+	closed atomic.Bool // Close was called: Read fails as net/http's does
 }
 
 func (b *h3ExchangeBody) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errReadOnClosedBody
+	}
 	n, err := b.rc.Read(p)
 	if err != nil {
 		err = b.ex.err(err)
@@ -140,6 +145,7 @@ func (b *h3ExchangeBody) Read(p []byte) (int, error) {
 }
 
 func (b *h3ExchangeBody) Close() error {
+	b.closed.Store(true)
 	err := b.rc.Close()
 	b.done()
 	return err

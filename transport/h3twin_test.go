@@ -413,3 +413,66 @@ func TestH3TwinContextEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestH3IdleConnTimeout: an HTTP/3 connection left idle for
+// IdleConnTimeout is closed (QUIC keep-alives would otherwise hold it open
+// for ever), as net/http closes an idle TCP connection; the next request
+// dials a new one.
+func TestH3IdleConnTimeout(t *testing.T) {
+	h := &protoHandler{}
+	u := startTLS(t, h)
+	port, _ := startH3(t, h, nil)
+	conns := make(chan *h3conn.Conn, 4)
+	tr := newH3Transport(t, func(tr *Transport) {
+		tr.IdleConnTimeout = 50 * time.Millisecond
+		tr.h3.headStart = time.Minute
+		tr.h3.beforeSend = func(c *h3conn.Conn) { conns <- c }
+	})
+	advertise(t, tr.altSvcCache(), u, altValue("", port))
+	if resp, _ := fetch(t, tr, "GET", u, nil); resp.Proto != "HTTP/3.0" {
+		t.Fatalf("proto %s, want HTTP/3.0", resp.Proto)
+	}
+	first := <-conns
+	eventually(t, "the idle HTTP/3 connection to close", func() bool { return !first.Usable() })
+	if resp, _ := fetch(t, tr, "GET", u, nil); resp.Proto != "HTTP/3.0" {
+		t.Fatalf("proto %s after the idle close, want HTTP/3.0", resp.Proto)
+	}
+	if second := <-conns; second == first {
+		t.Fatal("the request after the idle close used the closed connection")
+	}
+}
+
+// TestH3TwinReadAfterClose: a response body read after Close fails with
+// net/http's "http: read on closed response body", decoded or not; it
+// returned quic-go's stream reset (H3_REQUEST_CANCELLED).
+func TestH3TwinReadAfterClose(t *testing.T) {
+	tw := newH3Twin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/gzip" {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			io.WriteString(zw, strings.Repeat("x", 100000))
+			zw.Close()
+			return
+		}
+		io.WriteString(w, strings.Repeat("x", 100000))
+	}), nil)
+	for _, path := range []string{"/plain", "/gzip"} {
+		t.Run(path[1:], func(t *testing.T) {
+			tw.both(t, func(t *testing.T, rt http.RoundTripper, u string) string {
+				req, err := http.NewRequest("GET", u+path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					return err.Error()
+				}
+				buf := make([]byte, 10)
+				n1, err1 := io.ReadFull(resp.Body, buf)
+				cerr := resp.Body.Close()
+				n2, err2 := resp.Body.Read(buf)
+				return fmt.Sprintf("before Close %d %v; Close %v; after Close %d %v", n1, err1, cerr, n2, err2)
+			})
+		})
+	}
+}
