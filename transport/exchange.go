@@ -178,6 +178,11 @@ func isInformational(code int) bool {
 }
 
 func (pc *h1Conn) got1xx(o *outgoing, resp *http.Response, hs *headState) error {
+	// net/http reads a 1xx head as any response: malformed framing fields
+	// are an error, and the header the hook sees is cleaned up the same way.
+	if _, _, err := responseFraming(resp, o.method, hs.keys); err != nil {
+		return err
+	}
 	if o.trace != nil && o.trace.Got1xxResponse != nil {
 		if err := o.trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
 			return err
@@ -194,16 +199,18 @@ func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody, keys framingK
 	resp := &rb.resp
 	resp.Request = o.req
 	resp.TLS = pc.tlsState
+	// Framing first, as net/http reads every head: a protocol switch with
+	// malformed framing fields is an error too.
+	kind, length, err := responseFraming(resp, o.method, keys)
+	if err != nil {
+		return nil, err
+	}
 	if isProtocolSwitch(resp) {
 		// The connection now belongs to the caller: it leaves the pool and
 		// cancellation no longer applies; Body.Close frees its slot.
 		pc.detach()
 		resp.Body = &upgradeBody{pc: pc}
 		return resp, nil
-	}
-	kind, length, err := responseFraming(resp, o.method, keys)
-	if err != nil {
-		return nil, err
 	}
 	// Go 1.27 never reuses the connection of a CONNECT request: only a 2xx
 	// makes it a tunnel, but net/http drops it after any status. A final

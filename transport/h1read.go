@@ -240,7 +240,12 @@ func parseHeaderFieldsInto(s string, hint int, spare []string) (http.Header, int
 			return h, fields, keys, nil
 		}
 		// obs-fold: continuation lines join the previous line with one space.
+		// The field name must be on the first line (textproto checks the
+		// colon there).
 		if len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+			if strings.IndexByte(line, ':') < 0 {
+				return nil, 0, 0, protocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", line))
+			}
 			joined := []byte(trimOWS(line))
 			for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
 				var cont string
