@@ -2,6 +2,7 @@ package transport
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -281,6 +282,16 @@ func (u *upgradeBody) Read(p []byte) (int, error) {
 }
 
 func (u *upgradeBody) Write(p []byte) (int, error) { return u.pc.conn.Write(p) }
+
+// CloseWrite shuts down the writing side of the connection (for TCP, a
+// FIN; for TLS, close_notify) when it can, as net/http's 101 body does;
+// otherwise it reports http.ErrNotSupported.
+func (u *upgradeBody) CloseWrite() error {
+	if cw, ok := u.pc.conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return fmt.Errorf("CloseWrite: %w", http.ErrNotSupported)
+}
 
 func (u *upgradeBody) Close() error {
 	var err error
