@@ -476,3 +476,38 @@ func TestH3TwinReadAfterClose(t *testing.T) {
 		})
 	}
 }
+
+// TestH3TwinUserAgent: a request without User-Agent carries Go's default
+// ("Go-http-client/" and the protocol version, as net/http sends over
+// HTTP/1.1 and HTTP/2), not quic-go's "quic-go HTTP/3"; an empty one sends
+// none and of several the first goes, as in net/http.
+func TestH3TwinUserAgent(t *testing.T) {
+	tw := newH3Twin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ua := r.Header.Values("User-Agent")
+		for i, v := range ua {
+			if strings.HasPrefix(v, "Go-http-client/") {
+				ua[i] = "Go-http-client/(version)"
+			}
+		}
+		fmt.Fprintf(w, "%q", ua)
+	}), nil)
+	for _, tc := range []struct {
+		name string
+		ua   []string // nil: not set
+	}{
+		{"unset", nil}, {"empty", []string{""}}, {"one", []string{"app/1"}}, {"two", []string{"app/1", "app/2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tw.both(t, func(t *testing.T, rt http.RoundTripper, u string) string {
+				req, err := http.NewRequest("GET", u, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.ua != nil {
+					req.Header["User-Agent"] = tc.ua
+				}
+				return describe(rt.RoundTrip(req))
+			})
+		})
+	}
+}

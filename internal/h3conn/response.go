@@ -21,29 +21,44 @@ import (
 //   - trailers are filled into the Trailer map the response came with
 //     (responseBody), not into a new map.
 
-// gzipValue is the Accept-Encoding value added to requests; quic-go only
-// reads it.
-var gzipValue = []string{"gzip"}
+// DefaultUserAgent is the User-Agent sent when the request has none, in
+// the form of net/http's ("Go-http-client/1.1", "Go-http-client/2.0"),
+// instead of quic-go's "quic-go HTTP/3". An empty User-Agent sends none.
+const DefaultUserAgent = "Go-http-client/3.0"
 
-// addGzip asks for gzip on r's behalf when net/http would (compression
-// not disabled, not HEAD, no Accept-Encoding or Range from the caller)
-// and reports whether it did. r.Header is replaced by a copy; the caller's
-// map is not touched.
-func (c *Conn) addGzip(r *http.Request) bool {
-	if c.d.cfg.DisableCompression || r.Method == http.MethodHead ||
-		r.Header.Get("Accept-Encoding") != "" || r.Header.Get("Range") != "" {
+// Header values added to requests; quic-go only reads them.
+var (
+	gzipValue      = []string{"gzip"}
+	userAgentValue = []string{DefaultUserAgent}
+)
+
+// addHeaders adds to r what net/http adds: Accept-Encoding gzip when
+// compression is not disabled and the caller set neither Accept-Encoding
+// nor Range (not for HEAD), and DefaultUserAgent when the caller set no
+// User-Agent. r.Header is replaced by a copy when anything is added; the
+// caller's map is not touched. It reports whether gzip was asked for.
+func (c *Conn) addHeaders(r *http.Request) (gzip bool) {
+	gzip = !c.d.cfg.DisableCompression && r.Method != http.MethodHead &&
+		r.Header.Get("Accept-Encoding") == "" && r.Header.Get("Range") == ""
+	_, hasUA := r.Header["User-Agent"]
+	if !gzip && hasUA {
 		return false
 	}
-	h := make(http.Header, len(r.Header)+1)
+	h := make(http.Header, len(r.Header)+2)
 	maps.Copy(h, r.Header)
-	h["Accept-Encoding"] = gzipValue
+	if gzip {
+		h["Accept-Encoding"] = gzipValue
+	}
+	if !hasUA {
+		h["User-Agent"] = userAgentValue
+	}
 	r.Header = h
-	return true
+	return gzip
 }
 
 // decodeResponse applies net/http's length and gzip rules to resp, the
 // answer to a request with method; asked reports that gzip was asked for
-// by addGzip.
+// by addHeaders.
 func decodeResponse(resp *http.Response, method string, asked bool) {
 	noContent := resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
 	if noContent && resp.ContentLength < 0 {

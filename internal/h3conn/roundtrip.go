@@ -69,7 +69,7 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		r.Body = st.body
 	}
-	st.gzip = c.addGzip(r)
+	st.gzip = c.addHeaders(r)
 	resp, err := c.cc.RoundTrip(r)
 	if err == nil {
 		err = st.responded()
@@ -117,7 +117,7 @@ func (c *Conn) classify(req *http.Request, st *requestState, err error) error {
 type requestState struct {
 	headers atomic.Bool
 	body    *requestBody
-	gzip    bool // gzip was asked for by addGzip: decode the response
+	gzip    bool // gzip was asked for by addHeaders: decode the response
 	// cancel aborts the request (nil when nothing can abort it); called
 	// with nil once the request is over.
 	cancel context.CancelCauseFunc
