@@ -2,6 +2,7 @@ package transport
 
 import (
 	"compress/gzip"
+	"errors"
 	"io"
 	"sync"
 )
@@ -14,17 +15,22 @@ import (
 
 var gzipReaderPool sync.Pool // of *gzip.Reader
 
+// errConcurrentGzipRead is net/http's error for a Read of a decompressed
+// body while another Read is in progress.
+var errConcurrentGzipRead = errors.New("http: concurrent read on response body")
+
 // gzipBody decodes the gzip stream of body.
 type gzipBody struct {
 	body io.ReadCloser
-	// mu guards zr, err and closed: a Close may run while a Read is blocked
-	// in the underlying body, so Close only closes the body and marks the
-	// state; the gzip reader is recycled by whichever side sees it last.
+	// mu guards zr, err, closed and busy: a Close may run while a Read is
+	// blocked in the underlying body, so Close only closes the body and
+	// marks the state; the gzip reader is recycled by whichever side sees
+	// it last.
 	mu     sync.Mutex
 	zr     *gzip.Reader
 	err    error // sticky
 	closed bool
-	busy   bool
+	busy   bool // a Read is using zr
 }
 
 func (g *gzipBody) Read(p []byte) (int, error) {
@@ -37,6 +43,11 @@ func (g *gzipBody) Read(p []byte) (int, error) {
 		err := g.err
 		g.mu.Unlock()
 		return 0, err
+	}
+	if g.busy {
+		// The decoder is in use by a Read in progress: net/http's error.
+		g.mu.Unlock()
+		return 0, errConcurrentGzipRead
 	}
 	g.busy = true
 	g.mu.Unlock()
