@@ -161,6 +161,30 @@ func (t *Transport) routeViaProxy(req *http.Request, key *connKey, ds *dialState
 	return nil
 }
 
+// reroute asks the Proxy func again before a retried attempt, as net/http
+// does for every attempt, so that a retry can take another proxy (or none):
+// a rotating or health-checked proxy list. While the route is unchanged
+// the request keeps its resolved addresses.
+func (t *Transport) reroute(req *http.Request, o *outgoing, key *connKey, ds *dialState) error {
+	next, err := t.connKeyFor(req)
+	if err != nil {
+		return err
+	}
+	var nds dialState
+	if err := t.routeViaProxy(req, &next, &nds); err != nil {
+		return err
+	}
+	if next == *key {
+		return nil
+	}
+	o.proxyForm, o.proxyAuth = false, ""
+	if err := o.sendVia(nds.proxy, next.scheme); err != nil {
+		return err
+	}
+	*key, *ds = next, nds
+	return nil
+}
+
 // sendVia adapts o to a request forwarded to the proxy of route r: the
 // absolute-form request target and Proxy-Authorization. Requests through a
 // tunnel are left alone. As in net/http, a request whose Host is not a

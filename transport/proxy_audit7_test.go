@@ -20,7 +20,6 @@ import (
 // reads the second request on its kept-alive connection and closes it
 // unanswered, so the request is retried on a fresh connection.
 func TestProxyAudit7ProxyFuncPerAttempt(t *testing.T) {
-	t.Skip("audit7: ferry consults Proxy once per RoundTrip, net/http once per attempt; the fix is in roundtrip.go (lead)")
 	const ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 	var calls [2]int32
 	for i, impl := range []string{"nethttp", "ferry"} {

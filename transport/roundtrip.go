@@ -107,6 +107,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, userError(err)
 		}
 		t.stats.countRetry()
+		if t.Proxy != nil {
+			if err := t.reroute(req, &o, &key, &ds); err != nil {
+				closeOutgoing(&o)
+				return nil, err
+			}
+		}
 		if o.body != nil {
 			body, gerr := req.GetBody()
 			if gerr != nil {
