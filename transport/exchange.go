@@ -124,6 +124,11 @@ func (pc *h1Conn) awaitFirstByte(o *outgoing, hs *headState) error {
 func (pc *h1Conn) readOneHead(resp *http.Response, hs *headState) error {
 	head, err := readHead(pc.br, hs.budget)
 	if err != nil {
+		if _, ok := err.(headerLimitError); ok {
+			// The budget left after 1xx heads ran out: the error names
+			// the configured limit, as net/http's does.
+			err = headerLimitError(pc.t.maxHeaderBytes())
+		}
 		return pc.headReadError(err, false)
 	}
 	hs.budget -= int64(len(head))
