@@ -416,8 +416,8 @@ func TestH3TwinContextEnd(t *testing.T) {
 
 // TestH3IdleConnTimeout: an HTTP/3 connection left idle for
 // IdleConnTimeout is closed (QUIC keep-alives would otherwise hold it open
-// for ever), as net/http closes an idle TCP connection; the next request
-// dials a new one.
+// for ever), as net/http closes an idle TCP connection, and the UDP socket
+// is released with the last connection; the next request dials a new one.
 func TestH3IdleConnTimeout(t *testing.T) {
 	h := &protoHandler{}
 	u := startTLS(t, h)
@@ -434,6 +434,14 @@ func TestH3IdleConnTimeout(t *testing.T) {
 	}
 	first := <-conns
 	eventually(t, "the idle HTTP/3 connection to close", func() bool { return !first.Usable() })
+	// With no connection left, the UDP socket (and quic-go's goroutines
+	// reading it) is released too, as net/http keeps nothing for a host
+	// once its idle connections timed out.
+	eventually(t, "the UDP socket to be released", func() bool {
+		tr.h3.mu.Lock()
+		defer tr.h3.mu.Unlock()
+		return tr.h3.dialer == nil || tr.h3.dialer.d.LocalAddr() == nil
+	})
 	if resp, _ := fetch(t, tr, "GET", u, nil); resp.Proto != "HTTP/3.0" {
 		t.Fatalf("proto %s after the idle close, want HTTP/3.0", resp.Proto)
 	}

@@ -16,7 +16,10 @@ import (
 
 // Dialer makes HTTP/3 connections to Alt-Svc alternatives over one UDP
 // socket. Create it with NewDialer; it is safe for concurrent use. Close it
-// when done: it owns the socket and every connection it made.
+// when done: it owns the socket and every connection it made. The socket
+// (and quic-go's goroutines reading it) is released whenever the Dialer
+// has no connection and no dial in progress, and opened again (on another
+// port) by the next Dial, so an unused Dialer holds nothing.
 type Dialer struct {
 	cfg Config
 	// h3 only builds ClientConns (NewClientConn reads its settings fields);
@@ -27,11 +30,12 @@ type Dialer struct {
 	closeCancel context.CancelFunc
 	dials       sync.WaitGroup // Dial calls in progress; Close waits for them
 
-	mu     sync.Mutex // guards udp, tr, conns, closed
-	udp    *net.UDPConn
-	tr     *quic.Transport
-	conns  map[*Conn]struct{} // live connections, closed by Close
-	closed bool
+	mu      sync.Mutex // guards udp, tr, conns, dialing, closed
+	udp     *net.UDPConn
+	tr      *quic.Transport
+	conns   map[*Conn]struct{} // live connections, closed by Close
+	dialing int                // Dial calls in progress (keep the socket)
+	closed  bool
 }
 
 // NewDialer returns a Dialer for cfg (see Config for the zero values). It
@@ -47,8 +51,9 @@ func NewDialer(cfg Config) *Dialer {
 	return d
 }
 
-// LocalAddr returns the address of the Dialer's UDP socket, or nil before
-// the first Dial and after Close.
+// LocalAddr returns the address of the Dialer's UDP socket, or nil when
+// none is open: before the first Dial, while the Dialer has no connection
+// and no dial in progress, and after Close.
 func (d *Dialer) LocalAddr() net.Addr {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -77,8 +82,15 @@ func (d *Dialer) Dial(ctx context.Context, originHost, altAddr string) (*Conn, e
 		return nil, ErrDialerClosed
 	}
 	d.dials.Add(1)
+	d.dialing++
 	d.mu.Unlock()
 	defer d.dials.Done()
+	defer func() {
+		d.mu.Lock()
+		d.dialing--
+		d.mu.Unlock()
+		d.releaseIfUnused()
+	}()
 
 	tr, err := d.transport()
 	if err != nil {
@@ -183,6 +195,22 @@ func (d *Dialer) forget(c *Conn) {
 	d.mu.Lock()
 	delete(d.conns, c)
 	d.mu.Unlock()
+	d.releaseIfUnused()
+}
+
+// releaseIfUnused closes the UDP socket when no connection and no dial
+// uses it; the next Dial opens a new one. Close does the final release.
+func (d *Dialer) releaseIfUnused() {
+	d.mu.Lock()
+	if d.closed || d.tr == nil || d.dialing > 0 || len(d.conns) > 0 {
+		d.mu.Unlock()
+		return
+	}
+	tr, udp := d.tr, d.udp
+	d.tr, d.udp = nil, nil
+	d.mu.Unlock()
+	tr.Close()
+	udp.Close()
 }
 
 // Close closes every connection the Dialer made (with H3_NO_ERROR, so the

@@ -247,3 +247,47 @@ func TestDialHonoursContext(t *testing.T) {
 		})
 	}
 }
+
+// TestDialerReleasesSocketWhenUnused: once the last connection closed (and
+// after a dial that failed, with none left), the UDP socket and its
+// descriptor are released without Close; the next Dial opens a new one.
+func TestDialerReleasesSocketWhenUnused(t *testing.T) {
+	s := startH3(t, http.HandlerFunc(echoHandler), "localhost")
+	bh := startBlackhole(t)
+	d := newTestDialer(t, s, nil)
+	before := -1 // descriptors once the first step's lazy setup is done
+	for _, step := range []string{"last_conn_closed", "failed_dial", "redial"} {
+		switch step {
+		case "last_conn_closed", "redial":
+			a, b := dialTest(t, d, s), dialTest(t, d, s)
+			a.Close()
+			if d.LocalAddr() == nil {
+				t.Fatalf("%s: socket released while a connection is open", step)
+			}
+			b.Close()
+		case "failed_dial":
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			_, err := d.Dial(ctx, "localhost", bh.addr())
+			cancel()
+			if err == nil {
+				t.Fatal("dial to a blackhole succeeded")
+			}
+		}
+		if d.LocalAddr() != nil {
+			t.Fatalf("%s: socket still open with no connection", step)
+		}
+		// The descriptor of a closed socket goes away once quic-go's
+		// reader returns from its blocked read: poll, with a hang guard.
+		if before < 0 {
+			before = countFDs(t)
+			continue
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for after := countFDs(t); after > before; after = countFDs(t) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: descriptors: %d after the first release, %d now", step, before, after)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
