@@ -23,6 +23,10 @@ import (
 
 var errReadOnClosedBody = errors.New("http: read on closed response body")
 
+// errTrailerEOF is net/http's error for a body that ends right after its
+// last chunk, before the trailer section.
+var errTrailerEOF = errors.New("http: unexpected EOF reading trailer")
+
 // copyBufPool holds 32 KiB buffers for copying request bodies.
 var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
@@ -241,11 +245,20 @@ func (b *h1Body) readTrailer() error {
 		br.Discard(1)
 		return nil
 	}
-	if peek, err := br.Peek(2); err == nil && peek[0] == '\r' && peek[1] == '\n' {
+	peek, err := br.Peek(2)
+	if err == nil && peek[0] == '\r' && peek[1] == '\n' {
 		br.Discard(2)
 		return nil
 	}
+	if err == io.EOF {
+		return errTrailerEOF
+	}
 	block, err := readFieldBlock(br, b.pc.t.maxHeaderBytes())
+	if err == io.ErrUnexpectedEOF {
+		// net/http looks for the end of the section before parsing it and
+		// words a section cut short as one too long.
+		err = errTrailerTooLong
+	}
 	if err != nil {
 		return err
 	}
