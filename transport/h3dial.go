@@ -37,7 +37,9 @@ import (
 // The Dialer owns a UDP socket and quic-go goroutines. It is opened by the
 // first flight and closed by CloseIdleConnections once no HTTP/3 connection
 // is left in use, which also abandons handshakes in progress (without
-// marking anything broken); the next flight opens a new one.
+// marking anything broken); the next flight opens a new one. Meanwhile the
+// Dialer itself releases the socket whenever its last connection closed
+// (idle expiry, peer close) and no dial runs.
 
 // h3Key names the HTTP/3 connections of one origin to one alternative.
 type h3Key struct {

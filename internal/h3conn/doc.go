@@ -10,10 +10,11 @@
 //     forced to ["h3"]. A certificate that does not verify fails the dial: the
 //     alternative is broken, the user's security is untouched.
 //   - One UDP socket per Dialer: a quic.Transport bound to an ephemeral port
-//     on the unspecified address, created by the first Dial and closed by
-//     [Dialer.Close], which also closes every connection the Dialer made and
-//     waits for dials in progress. Nothing outlives Close except a goroutine
-//     finishing a user callback.
+//     on the unspecified address, created by the first Dial, released when
+//     the Dialer has no connection and no dial left (the next Dial opens a
+//     new one), and closed by [Dialer.Close], which also closes every
+//     connection the Dialer made and waits for dials in progress. Nothing
+//     outlives Close except a goroutine finishing a user callback.
 //   - [Conn] is a shared (multiplexed) connection with the semantics the pool
 //     expects of idlepool.SharedConn: [Conn.ReserveStream], [Conn.Usable],
 //     [Conn.IdleSince], [Conn.CloseIfIdle], [Conn.Close]. [Conn.RoundTrip]
