@@ -1,0 +1,39 @@
+package transport
+
+import (
+	"net/http"
+	"testing"
+)
+
+// Findings of the HTTP/1.1 audit (session 7) whose fix lies outside the
+// HTTP/1.1 connection's files (in Transport.plan, roundtrip.go): each test
+// is skipped with the reason and fails when the skip is removed.
+
+// A caller-set Transfer-Encoding: chunked on a request without a body.
+// net/http sends nothing (nil Body: no framing header at all; for a POST a
+// "Content-Length: 0") or, with http.NoBody, an empty chunked body; ferry
+// announces a chunked body and sends none, so the server waits for it.
+var h1auditChunkedNoBodyRows = []scenario{
+	{name: "audit7/te-chunked-nil-body-get", handler: hello, run: h1auditBounded(one("GET", "/", nil, func(r *http.Request) { r.TransferEncoding = []string{"chunked"} }))},
+	{name: "audit7/te-chunked-nil-body-post", handler: hello, run: h1auditBounded(one("POST", "/", nil, func(r *http.Request) { r.TransferEncoding = []string{"chunked"} }))},
+	{name: "audit7/te-chunked-nobody-post", handler: hello, run: h1auditBounded(one("POST", "/", nil, func(r *http.Request) {
+		r.Body = http.NoBody
+		r.TransferEncoding = []string{"chunked"}
+	}))},
+}
+
+// h1auditBounded gives f's requests at most 10 s (a hang shows as a
+// deadline error in the observation).
+func h1auditBounded(f func(t *testing.T, rt http.RoundTripper, srv *testServer) []any) func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+	return func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		ctx := h1auditBoundedCtx(t)
+		return f(t, roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			return rt.RoundTrip(r.WithContext(ctx))
+		}), srv)
+	}
+}
+
+func TestH1AuditChunkedWithoutBody(t *testing.T) {
+	t.Skip("audit7: Transport.plan (roundtrip.go) sets chunked framing for a caller's Transfer-Encoding without a body; net/http drops it (nil Body) or sends an empty chunked body (NoBody)")
+	runH1AuditRows(t, h1auditChunkedNoBodyRows)
+}
