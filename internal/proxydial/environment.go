@@ -12,8 +12,9 @@ import (
 // proxied, NO_PROXY patterns match as documented by httpproxy.Config, and a
 // proxy value without a scheme means http. The returned func returns
 // (nil, nil) for "no proxy" (an unparsable proxy setting is ignored, so it
-// also means no proxy) and an error for an http target when REQUEST_METHOD is set (a CGI environment, where
-// HTTP_PROXY may come from a client's "Proxy:" header).
+// also means no proxy) and an error when HTTP_PROXY would apply to the
+// request and REQUEST_METHOD is set (a CGI environment, where HTTP_PROXY
+// may come from a client's "Proxy:" header).
 //
 // Unlike http.ProxyFromEnvironment, which reads the environment once per
 // process and caches it, every call reads it again. A drop-in transport
