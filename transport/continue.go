@@ -10,7 +10,8 @@ import (
 )
 
 // "Expect: 100-continue": the head goes out alone; the body follows a 100
-// Continue, or ExpectContinueTimeout without any answer. A final answer
+// Continue, or ExpectContinueTimeout without any answer. An empty body
+// (http.NoBody) waits the same way, as in net/http. A final answer
 // instead of 100 means the body is not sent when the connection will close
 // (and is sent otherwise, to keep the connection's framing in step).
 
@@ -70,7 +71,9 @@ func (pc *h1Conn) exchangeContinue(o *outgoing, hs *headState) (*http.Response, 
 	// A final status without 100 Continue: skip the body if the connection
 	// will close, send it otherwise (before the connection can be reused).
 	if o.req.Close || o.addClose || responseWillClose(resp) {
-		o.body.Close()
+		if o.body != nil {
+			o.body.Close()
+		}
 		wroteRequest(o, nil)
 		pc.closeAfter = true
 	} else if err := pc.sendBody(o); err != nil {
@@ -112,6 +115,12 @@ func (pc *h1Conn) sendBodyThenRead(o *outgoing, hs *headState) (*http.Response, 
 // sendBody writes the body inline (or, for a streaming body, starts the
 // writer) and reports WroteRequest.
 func (pc *h1Conn) sendBody(o *outgoing) error {
+	if o.body == nil {
+		// http.NoBody: the head, already flushed, was the whole request
+		// (net/http waits for the 100 all the same).
+		wroteRequest(o, nil)
+		return nil
+	}
 	if !o.syncBody {
 		pc.startAsyncWrite(o)
 		return nil

@@ -56,7 +56,7 @@ func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
 	}
 	hs := headState{budget: pc.t.maxHeaderBytes()}
 	switch {
-	case o.body == nil:
+	case o.body == nil && !o.expectContinue:
 		err := pc.bw.Flush()
 		wroteRequest(o, err)
 		if err != nil {
