@@ -1,19 +1,23 @@
 package transport
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"testing"
 )
 
 // Unusual but legal requests and responses the main table does not cover,
 // where ferry already matched net/http when the audit wrote them: request
-// targets (opaque, "*", CONNECT, fragment, forced query), framing the
-// caller chose, header values with spaces; responses with odd versions and
-// statuses, header lines at the edge of the syntax, HTTP/1.0 chunking,
-// HEAD with chunking, and gzip bodies that are corrupt or cut short (their
-// errors, and whether the connection serves the next request).
+// targets (opaque, "*", CONNECT, fragment, forced query, user info that a
+// RoundTripper does not send), framing the caller chose, header values with
+// spaces; responses with odd versions and statuses, header lines at the
+// edge of the syntax, HTTP/1.0 chunking, HEAD with chunking, a
+// Got1xxResponse hook that fails, and gzip bodies that are corrupt or cut
+// short (their errors, and whether the connection serves the next request).
 var h1auditMiscRows = []scenario{
 	{name: "request/te-identity-post", handler: hello, run: one("POST", "/", func() io.Reader { return strings.NewReader("abc") }, func(r *http.Request) { r.TransferEncoding = []string{"identity"} })},
 	{name: "request/host-ipv6-zone", raw: rawRespond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), run: one("GET", "/", nil, func(r *http.Request) { r.Host = "[fe80::1%eth0]:8080" })},
@@ -33,6 +37,16 @@ var h1auditMiscRows = []scenario{
 	})},
 	{name: "request/fragment-and-force-query", raw: rawRespond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
 		return []any{observe(rt, newReq(t, "GET", srv.URL+"/p?q=1#frag", nil)), observe(rt, newReq(t, "GET", srv.URL+"/p?", nil))}
+	}},
+	{name: "request/userinfo-not-sent", handler: hello, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		return []any{observe(rt, newReq(t, "GET", "http://user:pass@"+strings.TrimPrefix(srv.URL, "http://")+"/", nil))}
+	}},
+	{name: "response/got1xx-hook-error", raw: rawRespond("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
+		req := newReq(t, "GET", srv.URL, nil)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			Got1xxResponse: func(int, textproto.MIMEHeader) error { return errors.New("no hints") },
+		}))
+		return []any{observe(rt, req), observe(rt, newReq(t, "GET", srv.URL, nil))}
 	}},
 	{name: "request/get-with-body", handler: hello, run: one("GET", "/", func() io.Reader { return strings.NewReader("abc") }, nil)},
 	{name: "request/header-value-spaces", handler: hello, run: one("GET", "/", nil, func(r *http.Request) { r.Header["X-A"] = []string{"  v  ", "\tw"} })},
