@@ -27,7 +27,8 @@ func (b *closeTrackingBody) Close() error {
 // TestProxyAudit7ErrorsCloseBody: on every proxy failure the request body
 // is closed, and the error is of the same kind as net/http's: the hook's
 // own error, a "proxyconnect" *net.OpError for failing to reach the proxy
-// (dial or TLS to it, not TLS to the target), a certificate error.
+// (dial or TLS to it, not TLS to the target), a certificate error, an
+// error whose own Timeout() is true (what *url.Error.Timeout reports).
 func TestProxyAudit7ErrorsCloseBody(t *testing.T) {
 	errProxyFunc := errors.New("proxy func failed")
 	errHook := errors.New("hook failed")
@@ -70,6 +71,11 @@ func TestProxyAudit7ErrorsCloseBody(t *testing.T) {
 			s, _ := proxyWith(e.plainProxy().url("", ""))
 			return s, e.target("https", "unknown.test", "/")
 		}},
+		{"DialContext fails with a timeout", func(e *proxyEnv) (proxySettings, string) {
+			s, _ := proxyWith(e.plainProxy().url("", ""))
+			s.DialContext = func(context.Context, string, string) (net.Conn, error) { return nil, hookTimeout{} }
+			return s, e.target("https", "origin.test", "/")
+		}},
 		{"socks5 proxy unreachable", func(e *proxyEnv) (proxySettings, string) {
 			s, _ := proxyWith(&url.URL{Scheme: "socks5", Host: e.closedAddr()})
 			return s, e.target("http", "origin.test", "/")
@@ -107,6 +113,9 @@ func TestProxyAudit7ErrorsCloseBody(t *testing.T) {
 				var oe *net.OpError
 				if errors.As(err, &oe) && oe.Op == "proxyconnect" {
 					kinds[i] += ", proxyconnect"
+				}
+				if te, ok := err.(interface{ Timeout() bool }); ok && te.Timeout() {
+					kinds[i] += ", Timeout() itself"
 				}
 				var ce *tls.CertificateVerificationError
 				if errors.As(err, &ce) {
