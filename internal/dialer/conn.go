@@ -44,9 +44,10 @@ func (d *Dialer) newConn(c net.Conn, remote netip.AddrPort) (*Conn, error) {
 		err = g.Assume(sockopt.NoDelay, 1)
 	}
 	if err == nil {
-		err = g.Apply(d.keepAliveSettings())
-	}
-	if err == nil {
+		// Keep-alive is best effort, as net.Dialer's: a system that rejects
+		// an option (some kernels cap the idle time, OpenBSD refuses
+		// per-socket values) still gets its connection.
+		_ = g.Apply(d.keepAliveSettings())
 		err = g.Apply(d.Settings)
 	}
 	if err != nil {
@@ -57,16 +58,16 @@ func (d *Dialer) newConn(c net.Conn, remote netip.AddrPort) (*Conn, error) {
 }
 
 // applyPortable applies keep-alive through the net package where the guard
-// is unsupported; other Settings cannot be honoured there and fail the dial.
+// is unsupported, best effort as net.Dialer does (OpenBSD, for one, rejects
+// per-socket keep-alive times); other Settings cannot be honoured there and
+// fail the dial.
 func (d *Dialer) applyPortable(tc *net.TCPConn) error {
 	if d.KeepAlive >= 0 {
 		idle := d.KeepAlive
 		if idle == 0 {
 			idle = defaultKeepAliveIdle
 		}
-		if err := tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: idle, Interval: defaultKeepAliveInterval, Count: defaultKeepAliveCount}); err != nil {
-			return err
-		}
+		_ = tc.SetKeepAliveConfig(net.KeepAliveConfig{Enable: true, Idle: idle, Interval: defaultKeepAliveInterval, Count: defaultKeepAliveCount})
 	}
 	if len(d.Settings) > 0 {
 		return fmt.Errorf("dialer: socket option %s: %w", d.Settings[0].Option, sockopt.ErrUnsupported)

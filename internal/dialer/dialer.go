@@ -38,7 +38,8 @@ type Dialer struct {
 	Timeout time.Duration
 	// KeepAlive is the TCP keep-alive idle time, as net.Dialer.KeepAlive:
 	// 0 means 15s, negative disables keep-alive probes. Probes then repeat
-	// every 15s, 9 times, as in Go.
+	// every 15s, 9 times, as in Go. As with net.Dialer, a value the system
+	// rejects does not fail the dial.
 	KeepAlive time.Duration
 	// FallbackDelay is how long an attempt runs alone before the next
 	// address is tried in parallel (RFC 8305 Connection Attempt Delay).
