@@ -118,6 +118,12 @@ func (l *dialHookLog) add(s string) {
 	l.mu.Unlock()
 }
 
+func (l *dialHookLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ev)
+}
+
 func (l *dialHookLog) take() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -202,5 +208,77 @@ func TestDialAuditHooksAndErrors(t *testing.T) {
 				t.Fatalf("ferry:\n  %s\nnet/http:\n  %s", strings.Join(got["ferry"], "\n  "), strings.Join(got["net/http"], "\n  "))
 			}
 		})
+	}
+}
+
+// TestDialAuditConcurrentLookupsCoalesced: two requests that dial the same
+// new name at once make one DNS query, and each sees its own DNSStart and
+// a DNSDone with the answer and Coalesced set, as with net/http.
+func TestDialAuditConcurrentLookupsCoalesced(t *testing.T) {
+	srv := startHandlerServer(t, hello, false, nil)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	dns := dnstest.Start(t)
+	resolver := dns.Resolver()
+	rts := dialAuditTransports(func(std *http.Transport, f *Transport) {
+		std.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Resolver: resolver}).DialContext
+		f.Resolver = resolver
+	})
+	got := map[string][]string{}
+	for _, name := range []string{"net/http", "ferry"} {
+		rt := rts[name]
+		host := strings.ReplaceAll(name, "/", "-") + ".co.audit.test"
+		dns.Set(host, "127.0.0.1")
+		dns.CloseGate()
+		var logs [2]dialHookLog
+		results := make(chan string, 2)
+		started := make(chan struct{}, 2)
+		for i := range logs {
+			go func() {
+				tr := logs[i].trace()
+				dnsStart := tr.DNSStart
+				tr.DNSStart = func(info httptrace.DNSStartInfo) { dnsStart(info); started <- struct{}{} }
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // hang guard
+				defer cancel()
+				req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, tr), "GET", "http://"+host+":"+port+"/", nil)
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					results <- err.Error()
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				results <- resp.Status
+			}()
+		}
+		<-started
+		<-started
+		dns.AwaitQueries(t, host, "A", 1)
+		dns.OpenGate()
+		for range logs {
+			if r := <-results; r != "200 OK" {
+				t.Fatalf("%s: %s", name, r)
+			}
+		}
+		for i := range logs {
+			// net/http may hand a request another request's idle
+			// connection while its own dial still runs in the background:
+			// wait (hang-guarded) for that dial's hooks.
+			for deadline := time.Now().Add(10 * time.Second); logs[i].len() < 4 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			got[name] = append(got[name], strings.Join(logs[i].take(), " | "))
+		}
+		if q := dns.Count(host, "A"); q != 1 {
+			t.Errorf("%s: %d A queries for two concurrent requests, want 1", name, q)
+		}
+		closeIdle(rt)
+	}
+	for _, name := range []string{"net/http", "ferry"} {
+		for i, l := range got[name] {
+			got[name][i] = strings.ReplaceAll(l, strings.ReplaceAll(name, "/", "-")+".", "NAME.")
+		}
+	}
+	if !slices.Equal(got["ferry"], got["net/http"]) {
+		t.Fatalf("ferry:\n  %s\nnet/http:\n  %s", strings.Join(got["ferry"], "\n  "), strings.Join(got["net/http"], "\n  "))
 	}
 }
