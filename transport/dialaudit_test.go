@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/dnscache/dnstest"
+	"github.com/ferryhttp/ferry/internal/selfsigned"
 )
 
 // The dial audit: what a request sees of ferry's own dialing (DialContext
@@ -162,6 +163,7 @@ func TestDialAuditHooksAndErrors(t *testing.T) {
 	dns := dnstest.Start(t)
 	dns.Set("two.audit.test", "::1", "127.0.0.1")
 	dns.Set("only6.audit.test", "::1")
+	dns.Set("empty.audit.test")
 	resolver := dns.Resolver()
 	cases := []struct {
 		name string
@@ -169,6 +171,7 @@ func TestDialAuditHooksAndErrors(t *testing.T) {
 	}{
 		{"first address refused, second serves; then idle reuse", []string{"http://two.audit.test:" + port + "/", "http://two.audit.test:" + port + "/"}},
 		{"unknown name", []string{"http://nx.audit.test:" + port + "/"}},
+		{"name without addresses", []string{"http://empty.audit.test:" + port + "/"}},
 		{"only address refused", []string{"http://only6.audit.test:" + port + "/"}},
 		{"IPv6 literal refused", []string{"http://[::1]:" + port + "/"}},
 		{"port 0", []string{"http://127.0.0.1:0/"}},
@@ -280,5 +283,64 @@ func TestDialAuditConcurrentLookupsCoalesced(t *testing.T) {
 	}
 	if !slices.Equal(got["ferry"], got["net/http"]) {
 		t.Fatalf("ferry:\n  %s\nnet/http:\n  %s", strings.Join(got["ferry"], "\n  "), strings.Join(got["net/http"], "\n  "))
+	}
+}
+
+// TestDialAuditTLSErrors: TLS failures after ferry's own dial read as
+// net/http's, in the error and in TLSHandshakeDone: an untrusted
+// certificate, a server that closes at once, a server speaking plain HTTP.
+func TestDialAuditTLSErrors(t *testing.T) {
+	cert, err := selfsigned.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	untrusted := startHandlerServer(t, hello, true, cert)
+	plain := startHandlerServer(t, hello, false, nil)
+	closer, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closerDone := make(chan struct{})
+	go func() {
+		defer close(closerDone)
+		for {
+			c, err := closer.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { closer.Close(); <-closerDone })
+	urls := map[string]string{
+		"untrusted certificate": untrusted.URL,
+		"server closes":         "https://" + closer.Addr().String() + "/",
+		"plain HTTP server":     "https://" + strings.TrimPrefix(plain.URL, "http://"),
+	}
+	for name, u := range urls {
+		t.Run(name, func(t *testing.T) {
+			got := map[string]string{}
+			for rtName, rt := range dialAuditTransports(nil) {
+				var doneErr error
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // hang guard
+				ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+					TLSHandshakeDone: func(_ tls.ConnectionState, err error) { doneErr = err },
+				})
+				req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+				resp, err := rt.RoundTrip(req)
+				cancel()
+				if resp != nil {
+					resp.Body.Close()
+				}
+				if err == nil || doneErr == nil {
+					t.Fatalf("%s: err %v, TLSHandshakeDone %v: want both to fail", rtName, err, doneErr)
+				}
+				got[rtName] = fmt.Sprintf("%v / TLSHandshakeDone: %v", err, doneErr)
+				closeIdle(rt)
+			}
+			if got["ferry"] != got["net/http"] {
+				t.Fatalf("ferry %q\nnet/http %q", got["ferry"], got["net/http"])
+			}
+		})
 	}
 }
