@@ -308,14 +308,22 @@ func TestDialAuditTLSErrors(t *testing.T) {
 			if err != nil {
 				return
 			}
+			// Read the ClientHello record, then end the stream cleanly, so
+			// the client reads EOF (not a reset) at its first read.
+			hdr := make([]byte, 5)
+			if _, err := io.ReadFull(c, hdr); err == nil {
+				io.CopyN(io.Discard, c, int64(hdr[3])<<8|int64(hdr[4]))
+			}
+			c.(*net.TCPConn).CloseWrite()
+			io.Copy(io.Discard, c)
 			c.Close()
 		}
 	}()
 	t.Cleanup(func() { closer.Close(); <-closerDone })
 	urls := map[string]string{
-		"untrusted certificate": untrusted.URL,
-		"server closes":         "https://" + closer.Addr().String() + "/",
-		"plain HTTP server":     "https://" + strings.TrimPrefix(plain.URL, "http://"),
+		"untrusted certificate":  untrusted.URL,
+		"server ends the stream": "https://" + closer.Addr().String() + "/",
+		"plain HTTP server":      "https://" + strings.TrimPrefix(plain.URL, "http://"),
 	}
 	for name, u := range urls {
 		t.Run(name, func(t *testing.T) {
