@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -67,6 +69,29 @@ func TestDialAuditSocketOptionsOverHTTP2(t *testing.T) {
 		f.CloseIdleConnections()
 		if err == nil {
 			t.Errorf("HTTP/2 %v: TOS(300) served (%s) without applying the options", h2, resp.Proto)
+		}
+	}
+}
+
+// TestDialAuditPortOutOfRange: a URL port above 65535 fails as net.Dialer
+// fails it ("dial tcp: address 65536: invalid port", a *net.AddrError).
+func TestDialAuditPortOutOfRange(t *testing.T) {
+	t.Skip("audit7: dial.go dialItself reports strconv's error (\"strconv.ParseUint: parsing ...\") where net/http says \"address 65536: invalid port\" (lead's file)")
+	for _, u := range []string{"http://127.0.0.1:65536/", "http://localhost:99999999999999999999/"} {
+		got := map[string]string{}
+		for name, rt := range dialAuditTransports(nil) {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // hang guard
+			req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+			_, err := rt.RoundTrip(req)
+			cancel()
+			var ae *net.AddrError
+			if err == nil || !errors.As(err, &ae) {
+				t.Errorf("%s %s: err %v, want a *net.AddrError", name, u, err)
+			}
+			got[name] = fmt.Sprint(err)
+		}
+		if got["ferry"] != got["net/http"] {
+			t.Errorf("%s: ferry %q, net/http %q", u, got["ferry"], got["net/http"])
 		}
 	}
 }
