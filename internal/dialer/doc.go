@@ -20,5 +20,9 @@
 //   - Errors keep net/http's shape and identity: *net.OpError naming the
 //     address (the first attempt's error when all fail), *net.DNSError for
 //     resolution, and when the context ends an error satisfying
-//     errors.Is(err, ctx.Err()) whose Timeout() is true for a deadline.
+//     errors.Is(err, ctx.Err()) whose Timeout() is true for a deadline, with
+//     net.Dialer's text ("i/o timeout", "operation was canceled").
+//   - Keep-alive is best effort, as in net.Dialer: a value the system
+//     rejects does not fail the dial (Settings, which the caller asked for,
+//     do).
 package dialer
