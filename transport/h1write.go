@@ -28,10 +28,13 @@ const defaultUserAgent = "Go-http-client/1.1"
 // outgoing is the per-request plan computed once by RoundTrip: framing of
 // the request body and the transport-added headers.
 type outgoing struct {
-	req            *http.Request
-	body           io.ReadCloser // nil: no body to send
-	contentLength  int64         // -1 with chunked
-	chunked        bool
+	req           *http.Request
+	body          io.ReadCloser // nil: no body to send
+	contentLength int64         // -1 with chunked
+	chunked       bool
+	// emptyChunked: http.NoBody with the caller's Transfer-Encoding:
+	// chunked; the head ends with the empty body's last chunk and trailer.
+	emptyChunked   bool
 	sendCL         bool // write a Content-Length header
 	addGzip        bool // transport adds Accept-Encoding: gzip and decodes
 	addClose       bool // DisableKeepAlives: transport adds Connection: close
@@ -108,7 +111,7 @@ func writeRequestHead(bw *bufio.Writer, o *outgoing) error {
 	}
 	// Trailers go only with a chunked body (net/http drops Trailer
 	// otherwise, keys unchecked).
-	if o.chunked && o.body != nil && len(req.Trailer) > 0 {
+	if o.chunked && (o.body != nil || o.emptyChunked) && len(req.Trailer) > 0 {
 		keys := make([]string, 0, len(req.Trailer))
 		for k := range req.Trailer {
 			k = http.CanonicalHeaderKey(k)
@@ -148,6 +151,9 @@ func writeRequestHead(bw *bufio.Writer, o *outgoing) error {
 	bw.WriteString("\r\n")
 	if trace != nil && trace.WroteHeaders != nil {
 		trace.WroteHeaders()
+	}
+	if o.emptyChunked {
+		writeLastChunk(bw, req.Trailer)
 	}
 	return nil
 }
@@ -379,9 +385,15 @@ func writeChunkedBody(bw *bufio.Writer, o *outgoing) error {
 			return requestBodyReadError{err}
 		}
 	}
+	return writeLastChunk(bw, o.req.Trailer)
+}
+
+// writeLastChunk ends a chunked body: the zero-size chunk, the trailer
+// fields, the blank line.
+func writeLastChunk(bw *bufio.Writer, trailer http.Header) error {
 	bw.WriteString("0\r\n")
-	if len(o.req.Trailer) > 0 {
-		writeSortedHeader(bw, o.req.Trailer, nil, false)
+	if len(trailer) > 0 {
+		writeSortedHeader(bw, trailer, nil, false)
 	}
 	_, err := bw.WriteString("\r\n")
 	return err

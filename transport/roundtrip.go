@@ -186,6 +186,9 @@ func (t *Transport) plan(req *http.Request, trace *httptrace.ClientTrace, o *out
 	}
 	o.contentLength = n
 	te := req.TransferEncoding
+	if req.Body == nil {
+		te = nil // as net/http: no body, no transfer coding
+	}
 	switch {
 	case len(te) > 0 && te[0] == "chunked":
 		o.chunked = true
@@ -205,6 +208,7 @@ func (t *Transport) plan(req *http.Request, trace *httptrace.ClientTrace, o *out
 		firstValue(req.Header, "Range") == "" && o.method != "HEAD" {
 		o.addGzip = true
 	}
+	o.emptyChunked = o.chunked && o.body == nil
 	o.addClose = t.DisableKeepAlives && !wantsClose(req) && !isUpgradeRequest(req.Header)
 	o.expectContinue = req.ProtoAtLeast(1, 1) && req.Body != nil && expectsContinue(req)
 	o.syncBody = o.body == nil || req.GetBody != nil && n > 0 && n <= syncBodyLimit && !o.chunked
