@@ -12,6 +12,7 @@ import (
 	"net/textproto"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -515,6 +516,48 @@ func TestH3TwinUserAgent(t *testing.T) {
 					req.Header["User-Agent"] = tc.ua
 				}
 				return describe(rt.RoundTrip(req))
+			})
+		})
+	}
+}
+
+// TestH3TwinContinueHookOrder: with Expect: 100-continue, the hooks fire in
+// net/http's order, Got100Continue before Got1xxResponse(100); quic-go
+// fired them the other way round.
+func TestH3TwinContinueHookOrder(t *testing.T) {
+	tw := newH3Twin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/continue" {
+			w.WriteHeader(http.StatusContinue)
+			b, _ := io.ReadAll(r.Body)
+			fmt.Fprintf(w, "got %s", b)
+		}
+	}), func(tr *http.Transport) { tr.ExpectContinueTimeout = time.Minute })
+	for _, with1xx := range []bool{false, true} {
+		t.Run(fmt.Sprint("got1xx_hook_", with1xx), func(t *testing.T) {
+			tw.both(t, func(t *testing.T, rt http.RoundTripper, u string) string {
+				var mu sync.Mutex // guards ev: hooks may run on other goroutines
+				var ev []string
+				add := func(s string) { mu.Lock(); ev = append(ev, s); mu.Unlock() }
+				trace := &httptrace.ClientTrace{
+					Wait100Continue: func() { add("Wait100Continue") },
+					Got100Continue:  func() { add("Got100Continue") },
+					WroteRequest:    func(httptrace.WroteRequestInfo) { add("WroteRequest") },
+				}
+				if with1xx {
+					trace.Got1xxResponse = func(code int, _ textproto.MIMEHeader) error {
+						add(fmt.Sprint("Got1xxResponse ", code))
+						return nil
+					}
+				}
+				req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "PUT", u+"/continue", strings.NewReader("late"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Expect", "100-continue")
+				s := describe(rt.RoundTrip(req))
+				mu.Lock()
+				defer mu.Unlock()
+				return s + "; hooks " + strings.Join(ev, ", ")
 			})
 		})
 	}

@@ -169,7 +169,8 @@ func (s *requestState) end() {
 
 // traceContext returns ctx with the hooks quic-go calls for this request:
 // the caller's trace (may be nil) plus WroteHeaders for st and, when the
-// caller has Got1xxResponse, its error honoured. The caller's trace is
+// caller has Got1xxResponse, its error honoured and Got100Continue fired
+// before it, in net/http's order. The caller's trace is
 // replaced by a copy rather than composed with httptrace.WithClientTrace,
 // which would call the caller's Got1xxResponse a second time.
 func (s *requestState) traceContext(ctx context.Context, trace *httptrace.ClientTrace) context.Context {
@@ -183,7 +184,26 @@ func (s *requestState) traceContext(ctx context.Context, trace *httptrace.Client
 		ours.WroteHeaders = s.wroteHeaders
 	}
 	if got := trace.Got1xxResponse; got != nil {
+		// net/http fires Got100Continue before Got1xxResponse(100);
+		// quic-go the other way round, both on the goroutine reading the
+		// response: Got100Continue is fired early and its second call
+		// dropped.
+		got100 := trace.Got100Continue
+		early100 := false
+		if got100 != nil {
+			ours.Got100Continue = func() {
+				if early100 {
+					early100 = false
+					return
+				}
+				got100()
+			}
+		}
 		ours.Got1xxResponse = func(code int, h textproto.MIMEHeader) error {
+			if code == http.StatusContinue && got100 != nil {
+				got100()
+				early100 = true
+			}
 			err := got(code, h)
 			if err != nil {
 				s.fail(err)
