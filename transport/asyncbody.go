@@ -52,7 +52,20 @@ func (pc *h1Conn) startAsyncWrite(o *outgoing) {
 }
 
 func (pc *h1Conn) writeBodyAsync(o *outgoing, gen uint64) {
-	callerSide, err := writeRequestBodySide(pc.bw, o)
+	var callerSide bool
+	var err error
+	if !isKnownInMemory(o.req.Body) {
+		// The body may yield its pieces only as the server answers the
+		// earlier ones: the head goes out now and each piece as it comes,
+		// as net/http sends them.
+		o.streamBody = true
+		if err = pc.bw.Flush(); err != nil {
+			o.body.Close()
+		}
+	}
+	if err == nil {
+		callerSide, err = writeRequestBodySide(pc.bw, o)
+	}
 	if err == nil {
 		err = pc.bw.Flush()
 	}

@@ -2,11 +2,13 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +50,9 @@ type outgoing struct {
 	// getConnFired: the HTTP/3 path fired GetConn for this attempt and then
 	// sent the request to TCP; getConn does not fire it again (once).
 	getConnFired bool
+	// streamBody: the body is sent piece by piece as it yields them (set by
+	// the body writer for a body not known to be in memory).
+	streamBody bool
 }
 
 // errBodyLength reports a body whose length differs from ContentLength.
@@ -332,10 +337,10 @@ func writeRequestBodySide(bw *bufio.Writer, o *outgoing) (callerSide bool, err e
 		return false, writeChunkedBody(bw, o)
 	}
 	if o.contentLength < 0 { // CONNECT with a body: raw until EOF
-		_, err := bw.ReadFrom(bodyReader{o.body})
+		_, err := copyBody(bw, bodyReader{o.body}, o.streamBody)
 		return false, err
 	}
-	n, err := bw.ReadFrom(bodyReader{io.LimitReader(o.body, o.contentLength)})
+	n, err := copyBody(bw, bodyReader{io.LimitReader(o.body, o.contentLength)}, o.streamBody)
 	if err != nil {
 		return false, err
 	}
@@ -350,6 +355,63 @@ func writeRequestBodySide(bw *bufio.Writer, o *outgoing) (callerSide bool, err e
 	return false, nil
 }
 
+// copyBody copies r into bw. With stream, every piece r yields is sent at
+// once (net/http copies a body it does not know to be in memory straight
+// to the connection), so a server that answers a piece before the next one
+// is produced gets it.
+func copyBody(bw *bufio.Writer, r io.Reader, stream bool) (int64, error) {
+	if !stream {
+		return bw.ReadFrom(r)
+	}
+	bufp := copyBufPool.Get().(*[]byte)
+	defer copyBufPool.Put(bufp)
+	buf := *bufp
+	var total int64
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			total += int64(n)
+			bw.Write(buf[:n])
+			if ferr := bw.Flush(); ferr != nil {
+				return total, ferr
+			}
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+// isKnownInMemory reports whether body is one of the readers net/http
+// knows to hold their data in memory (possibly inside io.NopCloser, as
+// http.NewRequest wraps them): such a body never waits for the server.
+func isKnownInMemory(body io.Reader) bool {
+	switch b := body.(type) {
+	case *bytes.Reader, *bytes.Buffer, *strings.Reader:
+		return true
+	case nil:
+		return false
+	default:
+		switch reflect.TypeOf(b) {
+		case nopCloserType, nopCloserWriterToType:
+			inner, _ := reflect.ValueOf(b).Field(0).Interface().(io.Reader)
+			return isKnownInMemory(inner)
+		}
+	}
+	return false
+}
+
+var (
+	nopCloserType         = reflect.TypeOf(io.NopCloser(nil))
+	nopCloserWriterToType = reflect.TypeOf(io.NopCloser(struct {
+		io.Reader
+		io.WriterTo
+	}{}))
+)
+
 // bodyReader tags errors of the caller's body so they are told apart from
 // the connection's write errors.
 type bodyReader struct{ r io.Reader }
@@ -363,7 +425,7 @@ func (b bodyReader) Read(p []byte) (int, error) {
 }
 
 // writeChunkedBody writes the body with the chunked coding, one chunk per
-// read, and the caller's trailers.
+// read, each sent when written, and the caller's trailers.
 func writeChunkedBody(bw *bufio.Writer, o *outgoing) error {
 	bufp := copyBufPool.Get().(*[]byte)
 	defer copyBufPool.Put(bufp)
@@ -374,7 +436,9 @@ func writeChunkedBody(bw *bufio.Writer, o *outgoing) error {
 			bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(n), 16))
 			bw.WriteString("\r\n")
 			bw.Write(buf[:n])
-			if _, werr := bw.WriteString("\r\n"); werr != nil {
+			bw.WriteString("\r\n")
+			// Each chunk goes out at once, as net/http sends them.
+			if werr := bw.Flush(); werr != nil {
 				return werr
 			}
 		}
