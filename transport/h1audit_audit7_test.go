@@ -6,13 +6,14 @@ import (
 )
 
 // Findings of the HTTP/1.1 audit (session 7) whose fix lies outside the
-// HTTP/1.1 connection's files (in Transport.plan, roundtrip.go): each test
-// is skipped with the reason and fails when the skip is removed.
+// HTTP/1.1 connection's files: a test still skipped names the reason and
+// fails when the skip is removed.
 
 // A caller-set Transfer-Encoding: chunked on a request without a body.
 // net/http sends nothing (nil Body: no framing header at all; for a POST a
 // "Content-Length: 0") or, with http.NoBody, an empty chunked body; ferry
-// announces a chunked body and sends none, so the server waits for it.
+// announced a chunked body and sent none, so the server waited for it
+// (fixed in Transport.plan).
 var h1auditChunkedNoBodyRows = []scenario{
 	{name: "audit7/te-chunked-nil-body-get", handler: hello, run: h1auditBounded(one("GET", "/", nil, func(r *http.Request) { r.TransferEncoding = []string{"chunked"} }))},
 	{name: "audit7/te-chunked-nil-body-post", handler: hello, run: h1auditBounded(one("POST", "/", nil, func(r *http.Request) { r.TransferEncoding = []string{"chunked"} }))},
@@ -40,4 +41,16 @@ func h1auditBounded(f func(t *testing.T, rt http.RoundTripper, srv *testServer) 
 
 func TestH1AuditChunkedWithoutBody(t *testing.T) {
 	runH1AuditRows(t, h1auditChunkedNoBodyRows)
+}
+
+// TestH1AuditNegativeHeaderLimit: a negative MaxResponseHeaderBytes means
+// the default (10 MiB) in net/http, whose maxHeaderResponseSize takes only
+// a positive value; ferry's Transport.maxHeaderBytes (transport.go) takes
+// any non-zero value, so every response fails with "server response
+// headers exceeded -1 bytes".
+func TestH1AuditNegativeHeaderLimit(t *testing.T) {
+	t.Skip("audit7: Transport.maxHeaderBytes (transport.go) uses a negative MaxResponseHeaderBytes as the limit; net/http uses the 10 MiB default for any value <= 0")
+	runH1AuditRows(t, []scenario{
+		{name: "audit7/negative-header-limit", set: settings{MaxResponseHeaderBytes: -1}, raw: rawRespond("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), run: gets(1, "/")},
+	})
 }

@@ -64,6 +64,8 @@ var h1auditMiscRows = []scenario{
 	{name: "response/empty-header-value-and-space-key", raw: rawRespond("HTTP/1.1 200 OK\r\nX-Empty:\r\nX-Sp : v\r\nContent-Length: 2\r\n\r\nok"), run: gets(1, "/")},
 	{name: "response/header-value-ctl", raw: rawRespond("HTTP/1.1 200 OK\r\nX-C: a\x01b\r\nContent-Length: 2\r\n\r\nok"), run: gets(1, "/")},
 	{name: "response/header-value-obs-text", raw: rawRespond("HTTP/1.1 200 OK\r\nX-C: caf\xe9\r\nContent-Length: 2\r\n\r\nok"), run: gets(1, "/")},
+	{name: "response/head-cut-before-blank-line", raw: rawRespondClose("HTTP/1.1 200 OK\r\nX-A: b\r\n"), run: gets(1, "/")},
+	{name: "response/blank-line-before-status", raw: rawRespond("\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), run: gets(1, "/")},
 	{name: "response/first-header-line-indented", raw: rawRespond("HTTP/1.1 200 OK\r\n X-A: b\r\nContent-Length: 2\r\n\r\nok"), run: gets(1, "/")},
 }
 
