@@ -15,9 +15,8 @@ import (
 
 // TestH1AuditStreamBodyShort: a streaming body shorter than its
 // ContentLength fails the request with net/http's error. Only the client's
-// view is compared: net/http has sent what the body gave, and its server
-// may or may not have read it by the time the comparison is made; ferry
-// still holds it in its write buffer and sends nothing.
+// view is compared: both have sent what the body gave, and the server may
+// or may not have read it by the time the comparison is made.
 func TestH1AuditStreamBodyShort(t *testing.T) {
 	var got [2]any
 	for i, rt := range []http.RoundTripper{settings{}.nethttp(nil), settings{}.ferry(nil)} {
@@ -30,12 +29,12 @@ func TestH1AuditStreamBodyShort(t *testing.T) {
 	}
 }
 
-// TestH1AuditStreamBodyFailureFerry: failures after which net/http's
-// server may have had the whole declared body, so that net/http returns
-// either its answer or the error (a race between its writer and its
-// reader), checked for ferry only, whose server gets nothing and must not
-// be waited for: a body longer than its ContentLength, and a body whose
-// Close fails. The errors are net/http's texts.
+// TestH1AuditStreamBodyFailureFerry: failures after which the server may
+// have had the whole declared body, so that net/http returns either its
+// answer or the error (a race between its writer and its reader), checked
+// for ferry only against a server that never answers, which must not be
+// waited for: a body longer than its ContentLength, and a body whose Close
+// fails. The errors are net/http's texts.
 func TestH1AuditStreamBodyFailureFerry(t *testing.T) {
 	for _, tc := range []struct {
 		name, body string
