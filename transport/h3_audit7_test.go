@@ -87,29 +87,3 @@ func TestH3Audit7MaxConnsPerHost(t *testing.T) {
 		t.Fatalf("%d TCP and %d QUIC connections open to the host with MaxConnsPerHost 1", tcpConns.Load(), quicConns)
 	}
 }
-
-// TestH3Audit7ProtocolsHTTP1Only: a Transport whose Protocols allow
-// HTTP/1.1 only (what a net/http user sets to keep a server's HTTP/2 out)
-// still switches to HTTP/3 once the server advertises it; h3Enabled looks
-// at DisableHTTP3 only. Whether a non-nil Protocols without HTTP/2 should
-// keep HTTP/3 out too is the lead's call (README: DisableHTTP3 is the
-// switch; Protocols has no HTTP/3 member).
-func TestH3Audit7ProtocolsHTTP1Only(t *testing.T) {
-	t.Skip("audit7: Protocols allowing HTTP/1.1 only does not keep HTTP/3 out (design decision pending)")
-	h := &protoHandler{}
-	port, _ := startH3(t, h, nil)
-	h.setAltSvc(altValue("", port))
-	u := startTLS(t, h)
-	tr := newH3Transport(t, func(tr *Transport) {
-		tr.Protocols = new(http.Protocols)
-		tr.Protocols.SetHTTP1(true)
-	})
-	for i := range 3 {
-		if resp, _ := fetch(t, tr, "GET", u, nil); resp.Proto != "HTTP/1.1" {
-			t.Fatalf("request %d went over %s with Protocols = HTTP/1.1 only", i, resp.Proto)
-		}
-		if i == 0 {
-			eventually(t, "a QUIC dial to end", func() bool { return h3Ready(t, tr, u) || brokenAlt(t, tr, u, port) })
-		}
-	}
-}

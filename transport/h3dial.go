@@ -112,12 +112,13 @@ func (t *Transport) h3init() *h3Client {
 	return h
 }
 
-// h3Enabled reports whether t may use HTTP/3 at all: not disabled, and
-// dialing is ferry's own (a custom Dial or DialTLS hook means the caller
-// controls every connection, which a UDP socket of ours would bypass), and
-// keep-alives are on (HTTP/3 connections are shared and kept).
+// h3Enabled reports whether t may use HTTP/3 at all: not disabled, HTTP/2
+// not turned off explicitly (protoSet.h3), dialing is ferry's own (a custom
+// Dial or DialTLS hook means the caller controls every connection, which a
+// UDP socket of ours would bypass), and keep-alives are on (HTTP/3
+// connections are shared and kept). t.init has run.
 func (t *Transport) h3Enabled() bool {
-	return !t.DisableHTTP3 && !t.DisableKeepAlives &&
+	return !t.DisableHTTP3 && !t.DisableKeepAlives && t.h2.protos.h3 &&
 		t.DialContext == nil && t.Dial == nil && t.DialTLSContext == nil && t.DialTLS == nil
 }
 

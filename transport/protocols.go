@@ -48,6 +48,13 @@ type protoSet struct {
 	// customTLSDial: DialTLS or DialTLSContext is set, so an https
 	// connection may come back having negotiated h2 whatever h2 says.
 	customTLSDial bool
+	// h3: HTTP/3 may be used (DisableHTTP3 and the rest of h3Enabled
+	// aside). A caller who turned HTTP/2 off explicitly (Protocols without
+	// HTTP2, a TLSNextProto map without "h2", GODEBUG http2client=0) asked
+	// for HTTP/1, so gets no HTTP/3 either; HTTP/2 left off only by
+	// net/http's implicit rule (a TLSClientConfig or dial hook without
+	// ForceAttemptHTTP2) does not keep HTTP/3 out.
+	h3 bool
 }
 
 // computeProtocols applies the rules to t's fields.
@@ -79,6 +86,15 @@ func computeProtocols(t *Transport) protoSet {
 		default:
 			ps.h2 = true
 		}
+	}
+	switch {
+	case http2Off:
+	case t.Protocols != nil:
+		ps.h3 = t.Protocols.HTTP2()
+	case t.TLSNextProto != nil:
+		ps.h3 = t.TLSNextProto["h2"] != nil
+	default:
+		ps.h3 = true
 	}
 	var given []string
 	if t.TLSClientConfig != nil {

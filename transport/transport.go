@@ -173,7 +173,9 @@ type Transport struct {
 	// DisableHTTP3 turns HTTP/3 off: Alt-Svc headers are ignored and every
 	// request goes over TCP, as with net/http. HTTP/3 is also not used when
 	// DisableKeepAlives or a Dial/DialTLS hook is set (those hand every
-	// connection to the caller). Not in net/http.
+	// connection to the caller), nor when HTTP/2 is turned off explicitly
+	// (Protocols without HTTP2, a TLSNextProto map without "h2", GODEBUG
+	// http2client=0). Not in net/http.
 	DisableHTTP3 bool
 
 	h3             h3Client // HTTP/3 connections, dials and the Alt-Svc cache in use
