@@ -32,6 +32,17 @@ var (
 	userAgentValue = []string{DefaultUserAgent}
 )
 
+// The names under which addHeaders adds them: lower case, as HTTP/3 sends
+// every field name, so that quic-go's encoder (which lower-cases each name
+// it writes) finds nothing to convert and allocates nothing for them; the
+// canonical "Accept-Encoding" cost one allocation per request for each.
+// quic-go matches User-Agent in any case, and the map is quic-go's copy,
+// never read with Get.
+const (
+	acceptEncodingKey = "accept-encoding"
+	userAgentKey      = "user-agent"
+)
+
 // addHeaders adds to r what net/http adds: Accept-Encoding gzip when
 // compression is not disabled and the caller set neither Accept-Encoding
 // nor Range (not for HEAD), and DefaultUserAgent when the caller set no
@@ -47,10 +58,10 @@ func (c *Conn) addHeaders(r *http.Request) (gzip bool) {
 	h := make(http.Header, len(r.Header)+2)
 	maps.Copy(h, r.Header)
 	if gzip {
-		h["Accept-Encoding"] = gzipValue
+		h[acceptEncodingKey] = gzipValue
 	}
 	if !hasUA {
-		h["User-Agent"] = userAgentValue
+		h[userAgentKey] = userAgentValue
 	}
 	r.Header = h
 	return gzip
