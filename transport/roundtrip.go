@@ -107,18 +107,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, userError(err)
 		}
 		t.stats.countRetry()
-		if t.Proxy != nil {
-			if err := t.reroute(req, &o, &key, &ds); err != nil {
-				closeOutgoing(&o)
-				return nil, err
-			}
-		}
+		// The body is rewound before the Proxy func is asked again, as
+		// net/http does: when it fails, the rewound body is the one
+		// closed (the first was closed by the attempt).
 		if o.body != nil {
 			body, gerr := req.GetBody()
 			if gerr != nil {
 				return nil, gerr
 			}
 			o.body = body
+		}
+		if t.Proxy != nil {
+			if err := t.reroute(req, &o, &key, &ds); err != nil {
+				closeOutgoing(&o)
+				return nil, err
+			}
 		}
 	}
 }
