@@ -74,9 +74,11 @@
 // A CONNECT answered with a status other than 200 is a *StatusError. A
 // malformed or truncated CONNECT reply, a SOCKS failure and a cancelled or
 // timed-out handshake are wrapped errors whose chains keep the cause
-// (context.DeadlineExceeded, io.ErrUnexpectedEOF, ...); these, and the
-// wrapped errors of the CONNECT header and response callbacks, report
+// (context.DeadlineExceeded, io.ErrUnexpectedEOF, ...); these report
 // Timeout() as their cause does, so a caller testing *url.Error.Timeout
-// sees a timeout where net/http returns one unwrapped. No error string ever
+// sees a timeout where net/http returns one unwrapped. The wrapped error of
+// a CONNECT header or response callback reports Timeout() as that error
+// itself does (net/http returns it as is: a timeout it wraps is none to
+// url.Error.Timeout). No error string ever
 // contains the proxy's user name or password.
 package proxydial

@@ -57,6 +57,15 @@ func wrapError(msg string, err error) error {
 	return &causeError{msg: msg, err: err, timeout: isTimeout(err)}
 }
 
+// wrapHookError returns the error of a caller's callback with msg before
+// it. net/http returns such an error as is, so a caller's
+// url.Error.Timeout sees only what the error itself reports: Timeout is
+// err's own, not that of a timeout err wraps.
+func wrapHookError(msg string, err error) error {
+	t, ok := err.(interface{ Timeout() bool })
+	return &causeError{msg: msg, err: err, timeout: ok && t.Timeout()}
+}
+
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()

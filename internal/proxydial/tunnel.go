@@ -60,7 +60,7 @@ func connectHeader(ctx context.Context, proxyURL *url.URL, target string, cfg *C
 		var err error
 		hdr, err = cfg.GetProxyConnectHeader(ctx, proxyURL, target)
 		if err != nil {
-			return nil, wrapError("proxydial: GetProxyConnectHeader", err)
+			return nil, wrapHookError("proxydial: GetProxyConnectHeader", err)
 		}
 	} else {
 		hdr = cfg.ProxyConnectHeader
@@ -116,7 +116,7 @@ func connectTunnel(ctx context.Context, conn net.Conn, proxyURL *url.URL, addr, 
 	if cfg.OnProxyConnectResponse != nil {
 		if err := cfg.OnProxyConnectResponse(ctx, proxyURL, req, resp); err != nil {
 			conn.Close()
-			return nil, wrapError("proxydial: OnProxyConnectResponse", err)
+			return nil, wrapHookError("proxydial: OnProxyConnectResponse", err)
 		}
 	}
 	if resp.StatusCode != http.StatusOK {
