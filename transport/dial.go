@@ -99,10 +99,17 @@ func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (di
 func (t *Transport) dialItself(ctx context.Context, host, portStr string, ds *dialState) (*dialer.Conn, error) {
 	port, err := strconv.ParseUint(portStr, 10, 16)
 	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "invalid port", Addr: portStr}}
 	}
 	host = trimBrackets(host)
 	if !ds.resolved {
+		// The dial timeout covers the lookup too, as net.Dialer's does
+		// (DialAddrs then gets what is left of it).
+		if d := t.dialer.Timeout; d > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
 		addrs, err := t.dialer.Resolve(ctx, host)
 		if err != nil {
 			return nil, err
