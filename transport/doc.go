@@ -60,7 +60,11 @@
 // New leaves DialContext nil because ferry dials itself, resolving names
 // through a DNS cache (Resolver, DNSCacheTTL); a TLS ClientSessionCache is
 // used when TLSClientConfig has none. Setting DialContext hands dialing and
-// name resolution to the caller exactly as in net/http.
+// name resolution to the caller exactly as in net/http. Host names are
+// lower-cased for the pool, so "Example.COM" and "example.com" share
+// connections (net/http keeps one pool per spelling); the name ferry
+// resolves and dials, and shows in DNSStart, dial errors and the TLS
+// ServerName, is that lower-cased one.
 //
 // # HTTP/2
 //
@@ -202,7 +206,14 @@
 //     WroteHeaders, WroteRequest, GotFirstResponseByte, Got1xxResponse and
 //     Got100Continue fire as over HTTP/2; PutIdleConn does not.
 //   - Not used when DisableHTTP3, DisableKeepAlives or a Dial/DialTLS hook
-//     is set, through a proxy, or for CONNECT and Upgrade requests.
+//     is set, when HTTP/2 is turned off explicitly (Protocols without
+//     HTTP2, a TLSNextProto map without "h2", GODEBUG http2client=0),
+//     through a proxy, or for CONNECT and Upgrade requests.
+//   - Differences that come with it: MaxConnsPerHost limits TCP and QUIC
+//     connections separately (with a limit of 1, an origin moving to
+//     HTTP/3 has one of each until the idle TCP connection expires); and
+//     quic-go fails a request whose final response follows more than five
+//     informational (1xx) responses, which net/http accepts.
 //   - Resources: the QUIC connections share one UDP socket, opened by the
 //     first dial. CloseIdleConnections closes idle HTTP/3 connections and,
 //     once none is in use, the socket too (abandoning dials in progress), so
@@ -232,7 +243,8 @@
 //
 // # Proxies
 //
-// Proxy is consulted once per request (New uses http.ProxyFromEnvironment
+// Proxy is consulted once per request and again before an HTTP/1.1 retry,
+// as net/http does, so a retry can take another route (New uses http.ProxyFromEnvironment
 // itself: HTTP_PROXY, HTTPS_PROXY, NO_PROXY, read once per process, never
 // for localhost or loopback targets). Supported schemes are http (also an
 // empty scheme), https, socks5 and socks5h; any other fails the request
