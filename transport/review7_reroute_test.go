@@ -162,9 +162,11 @@ func TestReview7RerouteInvalidHost(t *testing.T) {
 }
 
 // TestReview7RerouteResolvesNewRoute: the retry is routed to a proxy on
-// another address (::1, where the first proxy, 127.0.0.1, is not): the
-// addresses resolved for the first route must not be dialled for the new
-// one.
+// another address (::1, where the first proxy, 127.0.0.1, is not) and
+// reaches it. It does not show that the first route's resolved addresses
+// are dropped: a request resolves only when an attempt dials, and a
+// dialled attempt is not retried, so a retry finds none to reuse (keeping
+// them on a new route survives this test).
 func TestReview7RerouteResolvesNewRoute(t *testing.T) {
 	ln6, err := net.Listen("tcp6", "[::1]:0")
 	if err != nil {

@@ -1,0 +1,50 @@
+package transport
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+)
+
+// TestReview7FailedAttemptClosesBodyOnce: a request whose body was written
+// and whose connection then closed unanswered fails (not retried: a POST
+// without an idempotency key); net/http closes the caller's body once.
+//
+// ferry closes it three times: the body writer (writeRequestBodySide),
+// exchangeAsync to stop the writer, then RoundTrip's closeOutgoing. The fix
+// (a close-once record the three share, without a per-request allocation)
+// spans asyncbody.go, h1write.go and roundtrip.go.
+func TestReview7FailedAttemptClosesBodyOnce(t *testing.T) {
+	t.Skip("review7: a failed exchange closes the caller's request body three times; net/http once (readTrackingBody.didClose)")
+	for _, reused := range []bool{false, true} {
+		var got [2]string
+		for i, impl := range []string{"nethttp", "ferry"} {
+			srv := startRawServer(t, func(c *rawConn) {
+				if reused {
+					answerOnceThenDrop(c)
+					return
+				}
+				c.readRequest()
+			})
+			var rt http.RoundTripper = &http.Transport{}
+			if impl == "ferry" {
+				rt = &Transport{}
+			}
+			if reused {
+				getOK(t, rt, t.Context(), srv.URL+"/")
+			}
+			var l bodyLedger
+			req, _ := http.NewRequest("POST", srv.URL+"/p", l.body())
+			req.ContentLength = 5
+			resp, err := rt.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			closeIdle(rt)
+			got[i] = fmt.Sprintf("err=%v; %s", err != nil, l.summary())
+		}
+		if got[0] != got[1] {
+			t.Errorf("reused=%v\nnet/http: %s\nferry:    %s", reused, got[0], got[1])
+		}
+	}
+}
