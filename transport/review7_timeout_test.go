@@ -59,3 +59,50 @@ func TestReview7HookErrorTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestReview7ProxyDialErrorTimeout: when the caller's DialContext fails to
+// reach the proxy, net/http returns a "proxyconnect" *net.OpError around
+// that error, whose Timeout() looks one level down only: a timeout the
+// dial hook wrapped is no timeout, a bare one is, a cancellation never is.
+func TestReview7ProxyDialErrorTimeout(t *testing.T) {
+	causes := []struct {
+		name string
+		err  error
+	}{
+		{"timeout", hookTimeout{}},
+		{"wrapped timeout", fmt.Errorf("dial hook: %w", hookTimeout{})},
+		{"wrapped deadline", fmt.Errorf("dial hook: %w", context.DeadlineExceeded)},
+		{"canceled", context.Canceled},
+	}
+	for _, target := range []string{"http", "https"} {
+		for _, c := range causes {
+			t.Run(target+"/"+c.name, func(t *testing.T) {
+				var timeout [2]bool
+				for i, impl := range []string{"nethttp", "ferry"} {
+					e := &proxyEnv{t: t, cert: proxyTestCert(t)}
+					s, _ := proxyWith(e.plainProxy().url("", ""))
+					s.DialContext = func(context.Context, string, string) (net.Conn, error) { return nil, c.err }
+					rt := proxyTwin(impl, e, s, nil)
+					resp, err := (&http.Client{Transport: rt}).Get(e.target(target, "origin.test", "/"))
+					closeIdle(rt)
+					if err == nil {
+						resp.Body.Close()
+						t.Fatalf("%s: want an error", impl)
+					}
+					if !errors.Is(err, c.err) && !errors.Is(err, errors.Unwrap(c.err)) {
+						t.Fatalf("%s: %v does not reach the dial error", impl, err)
+					}
+					var oe *net.OpError
+					if !errors.As(err, &oe) || oe.Op != "proxyconnect" {
+						t.Fatalf("%s: %v is no proxyconnect *net.OpError", impl, err)
+					}
+					ne, ok := err.(net.Error)
+					timeout[i] = ok && ne.Timeout()
+				}
+				if timeout[0] != timeout[1] {
+					t.Fatalf("Timeout(): net/http %v, ferry %v", timeout[0], timeout[1])
+				}
+			})
+		}
+	}
+}

@@ -45,7 +45,7 @@ func dialProxy(ctx context.Context, proxyURL *url.URL, scheme, addr string, cfg 
 	}
 	conn, err := dialTCP(ctx, cfg, addr)
 	if err != nil {
-		return nil, proxyConnectError(addr, "cannot reach", err)
+		return nil, proxyReachError(addr, err)
 	}
 	if scheme != "https" || cfg.DialsTLS {
 		return conn, nil

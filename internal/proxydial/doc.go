@@ -77,8 +77,9 @@
 // (context.DeadlineExceeded, io.ErrUnexpectedEOF, ...); these report
 // Timeout() as their cause does, so a caller testing *url.Error.Timeout
 // sees a timeout where net/http returns one unwrapped. The wrapped error of
-// a CONNECT header or response callback reports Timeout() as that error
-// itself does (net/http returns it as is: a timeout it wraps is none to
-// url.Error.Timeout). No error string ever
+// a CONNECT header or response callback, and of a failed dial of the proxy
+// (Config.Dial's), reports Timeout() as that error itself does (net/http
+// returns it as is, or in a net.OpError that looks one level down: a
+// timeout it wraps is none to url.Error.Timeout). No error string ever
 // contains the proxy's user name or password.
 package proxydial

@@ -39,6 +39,15 @@ func proxyConnectError(addr, what string, err error) error {
 	return &net.OpError{Op: "proxyconnect", Net: "tcp", Err: wrapError(what+" proxy "+addr, err)}
 }
 
+// proxyReachError is proxyConnectError for a failed dial of the proxy.
+// net/http's Timeout for it is the dial error's own (net.OpError looks one
+// level down), so Timeout is err's own, not that of a timeout err wraps
+// (a caller's dial hook may wrap one); the dialers' own errors report
+// their timeouts themselves.
+func proxyReachError(addr string, err error) error {
+	return &net.OpError{Op: "proxyconnect", Net: "tcp", Err: wrapHookError("cannot reach proxy "+addr, err)}
+}
+
 // causeError is an error with a message put before its cause's ("msg:
 // cause"). Unlike fmt.Errorf's wrapper it reports Timeout (and Temporary)
 // itself, because net.OpError.Timeout and url.Error.Timeout (what

@@ -26,7 +26,7 @@ func socksTunnel(ctx context.Context, proxyURL *url.URL, scheme, addr, target st
 	}
 	conn, err := dialTCP(ctx, cfg, addr)
 	if err != nil {
-		return nil, proxyConnectError(addr, "cannot reach", err)
+		return nil, proxyReachError(addr, err)
 	}
 	var auth *proxy.Auth
 	if u := proxyURL.User; u != nil {
