@@ -22,7 +22,9 @@ import (
 // connection (roundTripShared). x/net is used only through internal/h2conn.
 
 // sharedConn is a pooled connection that serves many requests at once: an
-// *h2conn.Conn, or an altConn around a caller's TLSNextProto RoundTripper.
+// *h2Shared (an HTTP/2 connection), or an *altShared around a caller's
+// TLSNextProto RoundTripper. Both know the socket under them
+// (socketCarrier), for the requests' socket options (sockopts.go).
 type sharedConn interface {
 	idlepool.SharedConn
 	// RoundTrip sends a request in a stream reserved by ReserveStream.
@@ -31,7 +33,29 @@ type sharedConn interface {
 	ReleaseStream()
 }
 
-var _ sharedConn = (*h2conn.Conn)(nil)
+var (
+	_ sharedConn    = (*h2Shared)(nil)
+	_ sharedConn    = (*altShared)(nil)
+	_ socketCarrier = (*h2Shared)(nil)
+	_ socketCarrier = (*altShared)(nil)
+)
+
+// h2Shared is an HTTP/2 connection with the socket it runs over.
+type h2Shared struct {
+	*h2conn.Conn
+	sock sharedSocket
+}
+
+func (c *h2Shared) socket() *sharedSocket { return &c.sock }
+
+// altShared is a caller's TLSNextProto RoundTripper with the socket of the
+// *tls.Conn it was given.
+type altShared struct {
+	*altConn
+	sock sharedSocket
+}
+
+func (c *altShared) socket() *sharedSocket { return &c.sock }
 
 // h2State is the Transport's HTTP/2 state, built by init.
 type h2State struct {
@@ -174,7 +198,7 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 		sc.Close()
 		return nil, nil, false, errH2NotEstablished
 	}
-	if c, ok := sc.(*h2conn.Conn); ok && t.MaxConnsPerHost > 0 {
+	if c, ok := sc.(*h2Shared); ok && t.MaxConnsPerHost > 0 {
 		// Requests wait in the pool for a stream of this connection.
 		c.OnStreamFree(func() { t.pool.StreamReleased(key) })
 	}
@@ -204,7 +228,7 @@ func (t *Transport) sharedFromDial(key connKey, d dialedConn) (sharedConn, error
 				tc.Close()
 				return nil, errors.New("ferry/transport: TLSNextProto[" + proto + "] returned a nil RoundTripper")
 			}
-			return newAltConn(rt), nil
+			return &altShared{altConn: newAltConn(rt), sock: sharedSocket{conn: d.conn, guard: d.guard}}, nil
 		}
 	}
 	switch {
@@ -217,7 +241,7 @@ func (t *Transport) sharedFromDial(key connKey, d dialedConn) (sharedConn, error
 	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	return &h2Shared{Conn: c, sock: sharedSocket{conn: d.conn, guard: d.guard}}, nil
 }
 
 // roundTripShared sends req on sc (a stream is reserved). It returns the
@@ -355,7 +379,7 @@ func (t *Transport) closeIdleShared() {
 				t.h2.live.remove(e.c)
 				continue
 			}
-		case *altConn:
+		case *altShared:
 			c.closeIdle()
 			t.pool.RemoveShared(e.key, e.c)
 			t.h2.live.remove(e.c)

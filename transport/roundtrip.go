@@ -60,10 +60,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeRequestBody(req)
 		return nil, err
 	}
+	// Socket options are checked before any connection is taken, so a bad
+	// value fails alike over HTTP/1.1, HTTP/2 and HTTP/3 (which does not
+	// apply them: see WithSocketOptions).
+	opts := socketOptionsFrom(ctx)
+	if len(opts) > 0 {
+		if err := validateSocketOptions(opts); err != nil {
+			closeRequestBody(req)
+			return nil, err
+		}
+	}
 	if resp, err, handled := t.roundTripH3(req, &o, key); handled {
 		return resp, err
 	}
-	opts := socketOptionsFrom(ctx)
 	var shared sharedAttempts // attempts over HTTP/2 connections (roundTripShared)
 	for {
 		if ctx.Err() != nil {
@@ -76,6 +85,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if sc != nil {
+			if len(opts) > 0 {
+				if err := applySharedSocketOptions(sc, opts); err != nil {
+					sc.ReleaseStream() // the connection stays, for its other requests
+					closeOutgoing(&o)
+					return nil, err
+				}
+			}
 			resp, err := t.roundTripShared(ctx, req, &o, key, sc, &shared)
 			if err == errRetryShared {
 				t.stats.countRetry()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,12 +41,36 @@ func TCPNoDelay(on bool) SocketOption {
 type socketOptionsKey struct{}
 
 // WithSocketOptions returns a context whose requests apply opts to the
-// connection that serves them, through the connection's guard: a value
-// already in effect on that connection costs no syscall, so a steady stream
-// of requests with the same options makes no setsockopt call. A connection
-// that cannot carry socket options (for example one from a custom
-// DialContext that is not a TCP connection) fails the request with an error
-// wrapping sockopt.ErrUnsupported.
+// socket of the connection that serves them.
+//
+// Every request checks the options before it takes a connection, whatever
+// protocol serves it: a value out of range (TOS(300), a negative
+// TCPUserTimeout) fails the request with an error wrapping
+// sockopt.ErrInvalidValue, and no connection is dialled or used.
+//
+// Valid options are applied through the connection's guard: a value
+// already in effect on that socket costs no syscall, so a steady stream of
+// requests with the same options makes no setsockopt call.
+//
+//   - HTTP/1.1: the connection serves one request at a time, so the options
+//     are in effect for that request.
+//   - HTTP/2: the options are applied to the TCP connection under the
+//     shared connection (under its TLS, or to the proxy socket for a
+//     CONNECT tunnel) before the request is sent. They apply to the whole
+//     connection, so every request on it, in flight or later, goes out with
+//     them; concurrent requests asking for different values leave the last
+//     one applied in effect. Give requests that need different values
+//     different Transports (or HTTP/1.1) when that matters.
+//   - HTTP/3: the options are checked but not applied. QUIC connections
+//     share one UDP socket, and quic-go writes the traffic-class byte of
+//     every packet itself (for ECN), so a TOS set on the socket would not
+//     reach the wire; TCP options have no UDP meaning.
+//
+// A connection that cannot carry socket options (for example one from a
+// custom DialContext or DialTLSContext that is not a TCP connection) fails
+// the request with an error wrapping sockopt.ErrUnsupported; an HTTP/1.1
+// connection is then closed, a shared HTTP/2 one is left to the requests it
+// serves. A setsockopt the kernel refuses fails the request with its errno.
 func WithSocketOptions(ctx context.Context, opts ...SocketOption) context.Context {
 	return context.WithValue(ctx, socketOptionsKey{}, opts)
 }
@@ -54,6 +80,46 @@ func socketOptionsFrom(ctx context.Context) []SocketOption {
 	return opts
 }
 
+// validateSocketOptions checks opts as a guard does before its syscall,
+// returning the same error, so a request fails alike over every protocol.
+func validateSocketOptions(opts []SocketOption) error {
+	for _, o := range opts {
+		if err := sockopt.Validate(o.opt, o.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newSocketGuard makes a guard for the socket under conn (under its TLS
+// when it is a *tls.Conn), for a connection ferry did not dial itself.
+func newSocketGuard(conn net.Conn) (*sockopt.Guard, error) {
+	raw := conn
+	if tc, ok := raw.(*tls.Conn); ok {
+		raw = tc.NetConn()
+	}
+	sc, ok := raw.(syscall.Conn)
+	if !ok {
+		return nil, fmt.Errorf("ferry/transport: socket options on %T: %w", raw, sockopt.ErrUnsupported)
+	}
+	g, err := sockopt.NewGuard(sc)
+	if err != nil {
+		return nil, fmt.Errorf("ferry/transport: socket options: %w", err)
+	}
+	return g, nil
+}
+
+// setThroughGuard applies opts in order through g, stopping at the first
+// error.
+func setThroughGuard(g *sockopt.Guard, opts []SocketOption) error {
+	for _, o := range opts {
+		if _, err := g.Set(o.opt, o.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // applySocketOptions applies opts through pc's guard, creating the guard
 // on first use for connections ferry did not dial itself.
 func (pc *h1Conn) applySocketOptions(opts []SocketOption) error {
@@ -61,26 +127,66 @@ func (pc *h1Conn) applySocketOptions(opts []SocketOption) error {
 		if pc.noGuard {
 			return fmt.Errorf("ferry/transport: socket options: %w", sockopt.ErrUnsupported)
 		}
-		raw := pc.conn
-		if tc, ok := raw.(*tls.Conn); ok {
-			raw = tc.NetConn()
-		}
-		sc, ok := raw.(syscall.Conn)
-		if !ok {
-			pc.noGuard = true
-			return fmt.Errorf("ferry/transport: socket options on %T: %w", raw, sockopt.ErrUnsupported)
-		}
-		g, err := sockopt.NewGuard(sc)
+		g, err := newSocketGuard(pc.conn)
 		if err != nil {
 			pc.noGuard = true
-			return fmt.Errorf("ferry/transport: socket options: %w", err)
+			return err
 		}
 		pc.guard = g
 	}
-	for _, o := range opts {
-		if _, err := pc.guard.Set(o.opt, o.value); err != nil {
-			return err
-		}
+	return setThroughGuard(pc.guard, opts)
+}
+
+// sharedSocket is the socket under a shared (HTTP/2) connection, for the
+// socket options of the requests it serves concurrently. Its guard is the
+// dialer's when ferry dialled the connection, else it is made on the first
+// request with options; either outcome is kept, so a connection that cannot
+// carry options fails each such request without trying again.
+type sharedSocket struct {
+	conn net.Conn // the connection as dialled (a *tls.Conn for https)
+
+	// once makes the guard on first use. guard (when the dialer gave one)
+	// is set before the connection is published and never changes; err is
+	// written only inside once.
+	once  sync.Once
+	guard *sockopt.Guard
+	err   error
+}
+
+// socketCarrier is a shared connection that knows its socket.
+type socketCarrier interface {
+	socket() *sharedSocket
+}
+
+func (s *sharedSocket) makeGuard() {
+	if s.guard == nil {
+		s.guard, s.err = newSocketGuard(s.conn)
 	}
-	return nil
+}
+
+// guardNow returns the socket's guard, making it on first use, or the
+// reason the socket cannot carry options.
+func (s *sharedSocket) guardNow() (*sockopt.Guard, error) {
+	s.once.Do(s.makeGuard)
+	return s.guard, s.err
+}
+
+// apply applies opts through the socket's guard (safe for concurrent use:
+// the guard serialises its syscalls).
+func (s *sharedSocket) apply(opts []SocketOption) error {
+	g, err := s.guardNow()
+	if err != nil {
+		return err
+	}
+	return setThroughGuard(g, opts)
+}
+
+// applySharedSocketOptions applies opts to the socket under sc; a shared
+// connection that does not know its socket cannot carry them.
+func applySharedSocketOptions(sc sharedConn, opts []SocketOption) error {
+	c, ok := sc.(socketCarrier)
+	if !ok {
+		return fmt.Errorf("ferry/transport: socket options on %T: %w", sc, sockopt.ErrUnsupported)
+	}
+	return c.socket().apply(opts)
 }

@@ -209,6 +209,16 @@ func TestGuardRejectsBadInputWithoutSyscall(t *testing.T) {
 		if err := g.Assume(tt.opt, tt.value); !errors.Is(err, tt.want) {
 			t.Errorf("Assume(%v, %d) err = %v, want %v", tt.opt, tt.value, err, tt.want)
 		}
+		// Validate is Set's check: the same error, word for word.
+		_, setErr := g.Set(tt.opt, tt.value)
+		if err := Validate(tt.opt, tt.value); !errors.Is(err, tt.want) || err.Error() != setErr.Error() {
+			t.Errorf("Validate(%v, %d) err = %v, want %v (Set's error)", tt.opt, tt.value, err, setErr)
+		}
+	}
+	for _, s := range []Setting{{NoDelay, 0}, {TOS, 255}, {Linger, -5}, {UserTimeout, 0}} {
+		if err := Validate(s.Option, s.Value); err != nil {
+			t.Errorf("Validate(%v, %d) = %v, want nil", s.Option, s.Value, err)
+		}
 	}
 	if cs.calls != 0 {
 		t.Fatalf("invalid input made %d syscalls", cs.calls)

@@ -90,6 +90,12 @@ var ErrInvalidValue = errors.New("sockopt: invalid value")
 // ErrUnknownOption is returned (wrapped) for an Option outside the known set.
 var ErrUnknownOption = errors.New("sockopt: unknown option")
 
+// Validate checks value for opt without a syscall: the check Set and Apply
+// make first, with the same errors (ErrUnknownOption or ErrInvalidValue,
+// wrapped with the option and the value). It lets a caller reject a bad
+// request before it has a socket to apply it to.
+func Validate(opt Option, value int) error { return validate(opt, value) }
+
 // validate rejects values no kernel accepts for opt. Ranges the kernel itself
 // checks (for example TCP_KEEPIDLE 0) are left to it so its errno is reported.
 func validate(opt Option, value int) error {
