@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
 	"golang.org/x/sys/unix"
 
 	"github.com/ferryhttp/ferry/internal/idlepool"
@@ -330,5 +331,41 @@ func TestSocketOptionsUnsupportedSharedConn(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestSocketOptionsTLSNextProto: a caller's TLSNextProto RoundTripper for
+// "h2" is a shared connection too; the options reach the socket under the
+// *tls.Conn it was given.
+func TestSocketOptionsTLSNextProto(t *testing.T) {
+	srv := startH2Server(t, h2ServerKind{tlsH2: true}, static(hello), h3Cert(t))
+	var given atomic.Pointer[tls.Conn]
+	tr := newH3Transport(t, func(tr *Transport) {
+		tr.TLSClientConfig.NextProtos = []string{"h2", "http/1.1"}
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{
+			"h2": func(_ string, c *tls.Conn) http.RoundTripper {
+				given.Store(c)
+				cc, err := (&http2.Transport{}).NewClientConn(c)
+				if err != nil {
+					t.Error(err)
+					c.Close()
+					return &http.Transport{}
+				}
+				return cc
+			},
+		}
+	})
+	for _, tos := range []int{0x10, 0x10, 0x28} {
+		resp, _, err := sockOptGet(t, tr, srv.URL, nil, TOS(tos))
+		if err != nil || resp.Proto != "HTTP/2.0" {
+			t.Fatalf("TOS(%#x): %v, %v; want HTTP/2.0", tos, resp, err)
+		}
+		c := given.Load()
+		if c == nil {
+			t.Fatal("TLSNextProto was not used")
+		}
+		if v := sockReadback(t, c, unix.IPPROTO_IP, unix.IP_TOS); v != tos {
+			t.Fatalf("IP_TOS %#x, want %#x", v, tos)
+		}
 	}
 }
