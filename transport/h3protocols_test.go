@@ -70,6 +70,11 @@ func TestH3FollowsExplicitHTTP2OptOut(t *testing.T) {
 			if h3Ready(t, tr, u) {
 				t.Fatal("an HTTP/3 connection was made")
 			}
+			// The Alt-Svc of each answer starts no QUIC dial in the
+			// background either (the flight's Dialer would exist now).
+			if _, dialer := h3State(tr); dialer {
+				t.Fatal("a QUIC dial was started")
+			}
 		})
 	}
 }

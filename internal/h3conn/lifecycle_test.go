@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
@@ -289,5 +290,40 @@ func TestDialerReleasesSocketWhenUnused(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 		}
+	}
+}
+
+// TestDialerKeepsSocketDuringDial: the last connection closing while a
+// dial is in progress does not close the socket under that dial (which
+// would fail with quic-go's "transport closed"); the socket goes once the
+// dial ends with no connection left.
+func TestDialerKeepsSocketDuringDial(t *testing.T) {
+	s := startH3(t, http.HandlerFunc(echoHandler), "localhost")
+	bh := startBlackhole(t)
+	d := newTestDialer(t, s, nil)
+	last := dialTest(t, d, s)
+	started := make(chan struct{})
+	trace := &httptrace.ClientTrace{ConnectStart: func(string, string) { close(started) }}
+	ctx, cancel := context.WithCancel(httptrace.WithClientTrace(context.Background(), trace))
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		c, err := d.Dial(ctx, "localhost", bh.addr()) // hangs until cancel
+		if c != nil {
+			c.Close()
+		}
+		errc <- err
+	}()
+	<-started // the dial has the socket
+	last.Close()
+	if d.LocalAddr() == nil {
+		t.Fatal("socket released with a dial in progress")
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the dial in progress ended with %v, want context.Canceled", err)
+	}
+	if d.LocalAddr() != nil {
+		t.Fatal("socket kept after the dial ended with no connection left")
 	}
 }
