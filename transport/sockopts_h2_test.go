@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -367,5 +368,56 @@ func TestSocketOptionsTLSNextProto(t *testing.T) {
 		if v := sockReadback(t, c, unix.IPPROTO_IP, unix.IP_TOS); v != tos {
 			t.Fatalf("IP_TOS %#x, want %#x", v, tos)
 		}
+	}
+}
+
+// TestSocketOptionsConcurrentH2: concurrent requests with different values
+// on one shared connection (a caller's DialContext, so the guard is made by
+// whichever request comes first) all succeed; the last value applied is in
+// effect and the guard's record matches the kernel.
+func TestSocketOptionsConcurrentH2(t *testing.T) {
+	srv := startH2Server(t, h2ServerKind{tlsH2: true}, static(hello), h3Cert(t))
+	tr := newH3Transport(t, func(tr *Transport) {
+		tr.ForceAttemptHTTP2 = true
+		tr.DialContext = (&netDialer{}).DialContext
+	})
+	if resp, _, err := sockOptGet(t, tr, srv.URL, nil); err != nil || resp.Proto != "HTTP/2.0" {
+		t.Fatalf("warm-up: %v, %v; want HTTP/2.0", resp, err)
+	}
+	const workers, each = 8, 10
+	errs := make(chan error, workers*each)
+	conns := make(chan net.Conn, workers*each)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				_, got, err := sockOptGet(t, tr, srv.URL, nil, TOS(0x10<<(w%2)))
+				errs <- err
+				conns <- got.conn
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	close(conns)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var conn net.Conn
+	for c := range conns {
+		if conn == nil {
+			conn = c
+		} else if c != conn {
+			t.Fatal("the requests did not share one connection")
+		}
+	}
+	v := sockReadback(t, conn, unix.IPPROTO_IP, unix.IP_TOS)
+	rec, known := sharedGuard(t, tr, srv.URL).Get(sockopt.TOS)
+	if !known || rec != v || (v != 0x10 && v != 0x20) {
+		t.Fatalf("kernel IP_TOS %#x, guard's record %#x (known %v); want one of 0x10, 0x20 in both", v, rec, known)
 	}
 }
