@@ -17,7 +17,8 @@ import (
 //     and matches "gzip" in any case. quic-go decoded an empty 204 or 304
 //     too, dropping its Content-Encoding and Content-Length, and left a
 //     "GZIP" body encoded.
-//   - a 204 or 304 without Content-Length has ContentLength 0, not -1.
+//   - a 204 or 304 has ContentLength 0: quic-go gave -1 without a
+//     Content-Length and the header's value with one.
 //   - trailers are filled into the Trailer map the response came with
 //     (responseBody), not into a new map.
 
@@ -72,7 +73,9 @@ func (c *Conn) addHeaders(r *http.Request) (gzip bool) {
 // by addHeaders.
 func decodeResponse(resp *http.Response, method string, asked bool) {
 	noContent := resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
-	if noContent && resp.ContentLength < 0 {
+	if noContent {
+		// net/http: no body, whatever Content-Length says (for a 304
+		// it is the representation's length); the header stays.
 		resp.ContentLength = 0
 	}
 	if !asked || noContent || method == http.MethodHead || resp.ContentLength == 0 ||

@@ -75,3 +75,40 @@ func TestAddHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeResponse: the length and gzip rules of net/http's HTTP/1.1
+// client (transfer.go): a 204 or 304 has ContentLength 0 whatever its
+// Content-Length header says (the header stays), HEAD keeps the declared
+// length, and only a response with a body that gzip was asked for is
+// decoded.
+func TestDecodeResponse(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		method   string
+		status   int
+		cl       int64
+		encoding string
+		asked    bool
+		want     string
+	}{
+		{"304_with_length", "GET", 304, 10, "gzip", true, "cl=0 uncompressed=false encoding=gzip"},
+		{"304_without_length", "GET", 304, -1, "gzip", true, "cl=0 uncompressed=false encoding=gzip"},
+		{"204_without_length", "GET", 204, -1, "", true, "cl=0 uncompressed=false encoding="},
+		{"empty_200", "GET", 200, 0, "gzip", true, "cl=0 uncompressed=false encoding=gzip"},
+		{"gzip_any_case", "GET", 200, 5, "GZIP", true, "cl=-1 uncompressed=true encoding="},
+		{"gzip_not_asked", "GET", 200, 5, "gzip", false, "cl=5 uncompressed=false encoding=gzip"},
+		{"head", "HEAD", 200, 5, "gzip", true, "cl=5 uncompressed=false encoding=gzip"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := &http.Response{StatusCode: tc.status, ContentLength: tc.cl, Header: http.Header{}, Body: http.NoBody}
+			if tc.encoding != "" {
+				resp.Header.Set("Content-Encoding", tc.encoding)
+			}
+			decodeResponse(resp, tc.method, tc.asked)
+			got := fmt.Sprintf("cl=%d uncompressed=%v encoding=%s", resp.ContentLength, resp.Uncompressed, resp.Header.Get("Content-Encoding"))
+			if got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
