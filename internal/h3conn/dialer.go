@@ -30,6 +30,15 @@ type Dialer struct {
 	closeCancel context.CancelFunc
 	dials       sync.WaitGroup // Dial calls in progress; Close waits for them
 
+	// releasing counts socket releases (releaseIfUnused) between taking
+	// the socket and having closed it; Close waits for them, so that
+	// nothing is left once it returns. Add happens under mu while closed
+	// is false, so before Close's Wait.
+	releasing sync.WaitGroup
+	// beforeRelease, when set (tests), runs in releaseIfUnused after the
+	// socket was taken and before it is closed.
+	beforeRelease func()
+
 	mu      sync.Mutex // guards udp, tr, conns, dialing, closed
 	udp     *net.UDPConn
 	tr      *quic.Transport
@@ -208,14 +217,20 @@ func (d *Dialer) releaseIfUnused() {
 	}
 	tr, udp := d.tr, d.udp
 	d.tr, d.udp = nil, nil
+	d.releasing.Add(1)
 	d.mu.Unlock()
+	defer d.releasing.Done()
+	if d.beforeRelease != nil {
+		d.beforeRelease()
+	}
 	tr.Close()
 	udp.Close()
 }
 
 // Close closes every connection the Dialer made (with H3_NO_ERROR, so the
 // peers learn it), aborts dials in progress and waits for them, then closes
-// the UDP socket. Later Dials fail with ErrDialerClosed. Close is idempotent;
+// the UDP socket (or waits for its release by a connection that just
+// closed). Later Dials fail with ErrDialerClosed. Close is idempotent;
 // it returns the socket's close error, if any.
 func (d *Dialer) Close() error {
 	d.mu.Lock()
@@ -235,6 +250,9 @@ func (d *Dialer) Close() error {
 		c.Close()
 	}
 	d.dials.Wait()
+	// The last connection may have closed just before: its release of the
+	// socket finishes before Close returns.
+	d.releasing.Wait()
 
 	d.mu.Lock()
 	tr, udp := d.tr, d.udp

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -326,4 +327,51 @@ func TestDialerKeepsSocketDuringDial(t *testing.T) {
 	if d.LocalAddr() != nil {
 		t.Fatal("socket kept after the dial ended with no connection left")
 	}
+}
+
+// TestDialerCloseWaitsForRelease: Close called while the last
+// connection's close is releasing the socket returns only once that
+// release is done (it returned at once, leaving the socket and quic-go's
+// reader alive after Close). Close is seen waiting by the state of its
+// goroutine, not by a timer.
+func TestDialerCloseWaitsForRelease(t *testing.T) {
+	s := startH3(t, http.HandlerFunc(echoHandler), "localhost")
+	d := newTestDialer(t, s, nil)
+	c := dialTest(t, d, s)
+	held, proceed := make(chan struct{}), make(chan struct{})
+	d.beforeRelease = func() { close(held); <-proceed }
+	connClosed := make(chan struct{})
+	go func() { c.Close(); close(connClosed) }()
+	<-held // the socket is taken, not closed yet
+	closeDone := make(chan struct{})
+	go func() { d.Close(); close(closeDone) }()
+	for !goroutineBlocked("[sync.WaitGroup.Wait", "(*Dialer).Close") {
+		select {
+		case <-closeDone:
+			close(proceed)
+			<-connClosed
+			t.Fatal("Dialer.Close returned while the socket was still being released")
+		default:
+			runtime.Gosched()
+		}
+	}
+	close(proceed)
+	<-closeDone
+	<-connClosed
+	if d.LocalAddr() != nil {
+		t.Fatal("socket open after Close")
+	}
+}
+
+// goroutineBlocked reports whether some goroutine is blocked in the state
+// named by state (as runtime.Stack prints it) inside function fn.
+func goroutineBlocked(state, fn string) bool {
+	buf := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(head, state) && strings.Contains(g, fn) {
+			return true
+		}
+	}
+	return false
 }
