@@ -17,7 +17,8 @@ import (
 // connKey.h1Only false) asks the pool for a shared connection with a free
 // stream first; on a miss the dial is coalesced with concurrent ones for the
 // same key (h2flight.go) and, when TLS negotiated "h2" (or the key is h2c),
-// the connection becomes an h2conn.Conn registered with pool.AddShared.
+// the connection becomes an h2conn.Conn (in an h2Shared, which keeps the
+// socket for the requests' socket options) registered with pool.AddShared.
 // Requests the server provably did not process are retried on another
 // connection (roundTripShared). x/net is used only through internal/h2conn.
 
