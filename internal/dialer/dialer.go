@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"strconv"
@@ -166,14 +167,27 @@ func (d *Dialer) keepAliveSettings() []sockopt.Setting {
 	if idle == 0 {
 		idle = defaultKeepAliveIdle
 	}
+	idleSecs := secondsUp(idle)
+	if idleSecs > math.MaxInt32 {
+		// No TCP_KEEPIDLE holds it. net.Dialer still turns keep-alive on,
+		// then its TCP_KEEPIDLE fails and the rest keep the system's
+		// values; a batch the Guard rejects whole would leave it off.
+		return []sockopt.Setting{{Option: sockopt.KeepAlive, Value: 1}}
+	}
 	return []sockopt.Setting{
 		{Option: sockopt.KeepAlive, Value: 1},
-		{Option: sockopt.KeepIdle, Value: secondsUp(idle)},
+		{Option: sockopt.KeepIdle, Value: idleSecs},
 		{Option: sockopt.KeepInterval, Value: secondsUp(defaultKeepAliveInterval)},
 		{Option: sockopt.KeepCount, Value: defaultKeepAliveCount},
 	}
 }
 
+// secondsUp is d in whole seconds, rounded up; it does not overflow for a
+// d near the largest Duration.
 func secondsUp(d time.Duration) int {
-	return int((d + time.Second - 1) / time.Second)
+	secs := int(d / time.Second)
+	if d%time.Second > 0 {
+		secs++
+	}
+	return secs
 }

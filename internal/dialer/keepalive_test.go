@@ -3,6 +3,7 @@
 package dialer
 
 import (
+	"math"
 	"net"
 	"net/netip"
 	"syscall"
@@ -37,11 +38,14 @@ func keepAliveState(t *testing.T, c net.Conn) [4]int {
 // TestKeepAliveAsNetDialer: the keep-alive configuration of a connection
 // equals net.Dialer's for the same KeepAlive, and a value the kernel
 // rejects (Linux caps TCP_KEEPIDLE at 32767s) leaves the dial succeeding
-// with what was accepted, as net.Dialer does, instead of failing it.
+// with what was accepted, as net.Dialer does, instead of failing it. An idle
+// time that does not fit the option at all (beyond 2^31-1 seconds, or one
+// whose rounding up overflows) still turns SO_KEEPALIVE on, as net.Dialer
+// does before its TCP_KEEPIDLE fails.
 func TestKeepAliveAsNetDialer(t *testing.T) {
 	srv := listen(t, "127.0.0.1:0")
 	addr := netip.AddrPortFrom(v4, srv.port)
-	for _, ka := range []time.Duration{0, 30 * time.Second, -1, 40000 * time.Second} {
+	for _, ka := range []time.Duration{0, 30 * time.Second, -1, 40000 * time.Second, (math.MaxInt32 + 1) * time.Second, math.MaxInt64} {
 		nc, err := (&net.Dialer{KeepAlive: ka}).DialContext(t.Context(), "tcp", addr.String())
 		if err != nil {
 			t.Fatalf("KeepAlive %v: net.Dialer: %v", ka, err)
