@@ -283,7 +283,10 @@ func TestSettingsAppliedOnce(t *testing.T) {
 	t.Run("rejected setting fails the dial", func(t *testing.T) {
 		fds := openFDs(t)
 		d := &Dialer{Settings: []sockopt.Setting{{Option: sockopt.KeepCount, Value: 0}}}
-		_, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, s.port)
+		c, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, s.port)
+		if err == nil {
+			c.Close() // or the server's cleanup waits for it and the test hangs
+		}
 		if !errors.Is(err, unix.EINVAL) || !strings.Contains(err.Error(), "TCP_KEEPCNT") {
 			t.Fatalf("err = %v, want EINVAL naming TCP_KEEPCNT", err)
 		}
