@@ -217,10 +217,18 @@ func TestDialAddrsBadInput(t *testing.T) {
 	if _, err := d.DialAddrs(t.Context(), nil, 80); !errors.Is(err, ErrNoAddresses) {
 		t.Fatalf("no addrs: %v", err)
 	}
-	// Port 0 is dialed, as net.Dialer does, and refused by the system.
+	// Port 0 is dialed, as net.Dialer does, and refused by the system with
+	// the same error, through DialAddrs and Dial alike.
+	_, want := (&net.Dialer{}).DialContext(t.Context(), "tcp", "127.0.0.1:0")
+	if want == nil {
+		t.Fatal("net.Dialer: port 0 connected")
+	}
 	var oe *net.OpError
-	if _, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, 0); !errors.As(err, &oe) || oe.Addr.String() != "127.0.0.1:0" {
-		t.Fatalf("port 0: %v", err)
+	if _, err := d.DialAddrs(t.Context(), []netip.Addr{v4}, 0); !errors.As(err, &oe) || oe.Addr.String() != "127.0.0.1:0" || err.Error() != want.Error() {
+		t.Fatalf("DialAddrs port 0: %v, net.Dialer %v", err, want)
+	}
+	if _, err := d.Dial(t.Context(), "127.0.0.1:0"); err == nil || err.Error() != want.Error() {
+		t.Fatalf("Dial port 0: %v, net.Dialer %v", err, want)
 	}
 	for _, hp := range []string{"no-port", "127.0.0.1:0", "127.0.0.1:99999", "127.0.0.1:no-such-service-xyz"} {
 		if _, err := d.Dial(t.Context(), hp); err == nil {
