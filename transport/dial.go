@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/ferryhttp/ferry/internal/dialer"
+	"github.com/ferryhttp/ferry/internal/dnscache"
 	"github.com/ferryhttp/ferry/internal/sockopt"
 )
 
@@ -104,10 +105,11 @@ func (t *Transport) dialItself(ctx context.Context, host, portStr string, ds *di
 	host = trimBrackets(host)
 	if !ds.resolved {
 		// The dial timeout covers the lookup too, as net.Dialer's does
-		// (DialAddrs then gets what is left of it).
-		if d := t.dialer.Timeout; d > 0 {
+		// (DialAddrs then gets what is left of it). An IP literal needs no
+		// lookup, and no timer.
+		if _, literal := dnscache.ParseIPLiteral(host); !literal && t.dialer.Timeout > 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
+			ctx, cancel = context.WithTimeout(ctx, t.dialer.Timeout)
 			defer cancel()
 		}
 		addrs, err := t.dialer.Resolve(ctx, host)
