@@ -79,10 +79,13 @@ func (s *Server) Remove(name string) {
 	s.mu.Unlock()
 }
 
-// CloseGate makes answers wait until OpenGate.
+// CloseGate makes answers wait until OpenGate. Closing a closed gate does
+// nothing (replacing it would strand the answers already waiting).
 func (s *Server) CloseGate() {
 	s.mu.Lock()
-	s.gate = make(chan struct{})
+	if s.gate == nil {
+		s.gate = make(chan struct{})
+	}
 	s.mu.Unlock()
 }
 
