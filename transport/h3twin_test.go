@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -527,6 +528,30 @@ func TestH3TwinUserAgent(t *testing.T) {
 // TestH3TwinContinueHookOrder: with Expect: 100-continue, the hooks fire in
 // net/http's order, Got100Continue before Got1xxResponse(100); quic-go
 // fired them the other way round.
+// continueHookOrder describes the hooks of an Expect: 100-continue
+// exchange by what both implementations fix: which hooks fired, how often,
+// and that Got100Continue came before Got1xxResponse(100) and before
+// WroteRequest. The rest races in net/http itself: it fires
+// Wait100Continue on its writer goroutine and Got100Continue on its reader,
+// and releases the body before calling Got1xxResponse(100), so the writer's
+// WroteRequest can come first.
+func continueHookOrder(ev []string) string {
+	first := func(name string) int { return slices.Index(ev, name) }
+	got100 := first("Got100Continue")
+	before := func(name string) string {
+		i := first(name)
+		switch {
+		case i < 0:
+			return name + " missing"
+		case got100 >= 0 && got100 < i:
+			return "Got100Continue before " + name
+		}
+		return "Got100Continue NOT before " + name
+	}
+	sorted := slices.Sorted(slices.Values(ev))
+	return fmt.Sprintf("hooks %s; %s; %s", strings.Join(sorted, ", "), before("Got1xxResponse 100"), before("WroteRequest"))
+}
+
 func TestH3TwinContinueHookOrder(t *testing.T) {
 	tw := newH3Twin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/continue" {
@@ -560,7 +585,7 @@ func TestH3TwinContinueHookOrder(t *testing.T) {
 				s := describe(rt.RoundTrip(req))
 				mu.Lock()
 				defer mu.Unlock()
-				return s + "; hooks " + strings.Join(ev, ", ")
+				return s + "; " + continueHookOrder(ev)
 			})
 		})
 	}
