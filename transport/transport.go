@@ -126,7 +126,7 @@ type Transport struct {
 	// an error fails the request with that error wrapped.
 	GetProxyConnectHeader func(ctx context.Context, proxyURL *url.URL, target string) (http.Header, error)
 
-	// MaxResponseHeaderBytes limits the response head; zero means 10 MiB
+	// MaxResponseHeaderBytes limits the response head; zero or negative means 10 MiB
 	// (net/http's default). Over it the request fails.
 	MaxResponseHeaderBytes int64
 
@@ -336,10 +336,10 @@ func (t *Transport) CancelRequest(req *http.Request) {
 }
 
 func (t *Transport) maxHeaderBytes() int64 {
-	if t.MaxResponseHeaderBytes != 0 {
+	if t.MaxResponseHeaderBytes > 0 {
 		return t.MaxResponseHeaderBytes
 	}
-	return 10 << 20
+	return 10 << 20 // also for a negative value, as net/http
 }
 
 func (t *Transport) readBufferSize() int {
