@@ -24,7 +24,7 @@ func (pc *h1Conn) exchangeAsync(o *outgoing, hs *headState) (*http.Response, err
 	werr := pc.asyncWriteErr
 	pc.abortMu.Unlock()
 	pc.interruptIO()
-	o.body.Close()
+	pc.closeReqBody(o.body)
 	<-pc.writeRes
 	pc.writing = false
 	if werr != nil {
@@ -60,11 +60,11 @@ func (pc *h1Conn) writeBodyAsync(o *outgoing, gen uint64) {
 		// as net/http sends them.
 		o.streamBody = true
 		if err = pc.bw.Flush(); err != nil {
-			o.body.Close()
+			pc.closeReqBody(o.body)
 		}
 	}
 	if err == nil {
-		callerSide, err = writeRequestBodySide(pc.bw, o)
+		callerSide, err = pc.writeRequestBodySide(o)
 	}
 	if err == nil {
 		err = pc.bw.Flush()

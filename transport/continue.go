@@ -71,9 +71,7 @@ func (pc *h1Conn) exchangeContinue(o *outgoing, hs *headState) (*http.Response, 
 	// A final status without 100 Continue: skip the body if the connection
 	// will close, send it otherwise (before the connection can be reused).
 	if o.req.Close || o.addClose || responseWillClose(resp) {
-		if o.body != nil {
-			o.body.Close()
-		}
+		pc.closeReqBody(o.body)
 		wroteRequest(o, nil)
 		pc.closeAfter = true
 	} else if err := pc.sendBody(o); err != nil {
@@ -117,15 +115,23 @@ func (pc *h1Conn) sendBodyThenRead(o *outgoing, hs *headState) (*http.Response, 
 func (pc *h1Conn) sendBody(o *outgoing) error {
 	if o.body == nil {
 		// http.NoBody: the head, already flushed, was the whole request
-		// (net/http waits for the 100 all the same).
-		wroteRequest(o, nil)
-		return nil
+		// (net/http waits for the 100 all the same), unless the caller
+		// asked for chunked framing: then the empty body's last chunk
+		// follows the 100, as net/http writes it.
+		var err error
+		if o.emptyChunked {
+			if err = writeLastChunk(pc.bw, o.req.Trailer); err == nil {
+				err = pc.bw.Flush()
+			}
+		}
+		wroteRequest(o, err)
+		return err
 	}
 	if !o.syncBody {
 		pc.startAsyncWrite(o)
 		return nil
 	}
-	err := writeRequestBody(pc.bw, o)
+	err := pc.writeRequestBody(o)
 	if err == nil {
 		err = pc.bw.Flush()
 	}

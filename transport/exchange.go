@@ -67,7 +67,7 @@ func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
 	case o.expectContinue:
 		return pc.exchangeContinue(o, &hs)
 	case o.syncBody:
-		err := writeRequestBody(pc.bw, o)
+		err := pc.writeRequestBody(o)
 		if err == nil {
 			err = pc.bw.Flush()
 		}

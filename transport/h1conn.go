@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/idlepool"
@@ -59,7 +60,12 @@ type h1Conn struct {
 	writeRes   chan error    // result of an asynchronous body write
 	writing    bool          // an asynchronous body write has not reported
 	asyncBody  io.Closer     // the body being written asynchronously
-	readDL     bool          // a read deadline is set
+	// reqBodyClosed: the current request's body has been closed. The
+	// writer, the reader stopping it and RoundTrip may each want to close
+	// it; closeReqBody lets only the first, so the caller's body is closed
+	// once, as net/http closes it.
+	reqBodyClosed atomic.Bool
+	readDL        bool // a read deadline is set
 }
 
 // aLongTimeAgo is a deadline in the past: setting it makes pending and
@@ -171,6 +177,7 @@ func (pc *h1Conn) startRequest(ctx context.Context, req *http.Request, trace *ht
 	pc.req = req
 	pc.trace = trace
 	pc.closeAfter = false
+	pc.reqBodyClosed.Store(false)
 	pc.abortMu.Lock()
 	gen := pc.gen
 	pc.abortMu.Unlock()
@@ -294,7 +301,7 @@ func (pc *h1Conn) writeDone() bool {
 	// Still writing (a body the server did not wait for): the connection
 	// closes; closing the body unblocks a writer waiting on the caller.
 	if pc.asyncBody != nil {
-		pc.asyncBody.Close()
+		pc.closeReqBody(pc.asyncBody)
 	}
 	return false
 }
@@ -304,3 +311,12 @@ var errTooManyIdle = errors.New("http: putIdleConn: too many idle connections fo
 // errCloseIdle is net/http's PutIdleConn error for a connection closed
 // because CloseIdleConnections ran while it was in use.
 var errCloseIdle = errors.New("http: putIdleConn: CloseIdleConnections was called")
+
+// closeReqBody closes the current request's body unless it was closed
+// already, and returns Close's error (nil when it did not close it).
+func (pc *h1Conn) closeReqBody(body io.Closer) error {
+	if body == nil || !pc.reqBodyClosed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return body.Close()
+}

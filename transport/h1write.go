@@ -35,7 +35,8 @@ type outgoing struct {
 	contentLength int64         // -1 with chunked
 	chunked       bool
 	// emptyChunked: http.NoBody with the caller's Transfer-Encoding:
-	// chunked; the head ends with the empty body's last chunk and trailer.
+	// chunked; the head ends with the empty body's last chunk and trailer
+	// (with Expect: 100-continue, sendBody writes them after the 100).
 	emptyChunked   bool
 	sendCL         bool // write a Content-Length header
 	addGzip        bool // transport adds Accept-Encoding: gzip and decodes
@@ -157,7 +158,7 @@ func writeRequestHead(bw *bufio.Writer, o *outgoing) error {
 	if trace != nil && trace.WroteHeaders != nil {
 		trace.WroteHeaders()
 	}
-	if o.emptyChunked {
+	if o.emptyChunked && !o.expectContinue {
 		writeLastChunk(bw, req.Trailer)
 	}
 	return nil
@@ -313,8 +314,8 @@ func isASCIISpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b 
 // writeRequestBody copies the body into w with o's framing, then closes
 // req.Body. Errors from the caller's body are wrapped in
 // requestBodyReadError.
-func writeRequestBody(bw *bufio.Writer, o *outgoing) error {
-	_, err := writeRequestBodySide(bw, o)
+func (pc *h1Conn) writeRequestBody(o *outgoing) error {
+	_, err := pc.writeRequestBodySide(o)
 	return err
 }
 
@@ -322,9 +323,10 @@ func writeRequestBody(bw *bufio.Writer, o *outgoing) error {
 // failure is the caller's (its body's Read or Close failed, or its length
 // differs from ContentLength) rather than the connection's: after such a
 // failure nothing on the connection will fail by itself.
-func writeRequestBodySide(bw *bufio.Writer, o *outgoing) (callerSide bool, err error) {
+func (pc *h1Conn) writeRequestBodySide(o *outgoing) (callerSide bool, err error) {
+	bw := pc.bw
 	defer func() {
-		if cerr := o.body.Close(); cerr != nil && err == nil {
+		if cerr := pc.closeReqBody(o.body); cerr != nil && err == nil {
 			callerSide, err = true, cerr
 		}
 	}()

@@ -119,7 +119,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		if !shouldRetry(wasReused, req, err) {
-			closeOutgoing(&o)
+			if o.body != nil {
+				pc.closeReqBody(o.body) // unless the attempt did
+			} else {
+				closeRequestBody(req)
+			}
 			return nil, userError(err)
 		}
 		t.stats.countRetry()
@@ -127,6 +131,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// net/http does: when it fails, the rewound body is the one
 		// closed (the first was closed by the attempt).
 		if o.body != nil {
+			pc.closeReqBody(o.body) // unless the attempt did, as net/http
 			body, gerr := req.GetBody()
 			if gerr != nil {
 				return nil, gerr
