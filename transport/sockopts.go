@@ -24,9 +24,17 @@ func TOS(v int) SocketOption { return SocketOption{sockopt.TOS, v} }
 
 // TCPUserTimeout sets TCP_USER_TIMEOUT (Linux): how long sent data may stay
 // unacknowledged before the connection is dropped. Zero means the system
-// default.
+// default. The kernel counts milliseconds: a fraction of one is rounded up,
+// away from zero (as Go rounds keep-alive periods), so a timeout under a
+// millisecond is not taken for zero and a negative one is always invalid.
 func TCPUserTimeout(d time.Duration) SocketOption {
-	return SocketOption{sockopt.UserTimeout, int(d / time.Millisecond)}
+	ms := d / time.Millisecond
+	if rem := d % time.Millisecond; rem > 0 {
+		ms++
+	} else if rem < 0 {
+		ms--
+	}
+	return SocketOption{sockopt.UserTimeout, int(ms)}
 }
 
 // TCPNoDelay sets TCP_NODELAY (on by default in Go).

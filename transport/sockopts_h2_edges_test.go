@@ -229,3 +229,37 @@ func TestSocketOptionsTLSNextProtoConnLifecycle(t *testing.T) {
 		t.Fatalf("TLSNextProto called %d times, want 2 (a new connection after CloseIdleConnections)", n)
 	}
 }
+
+// TestTCPUserTimeoutMilliseconds: TCPUserTimeout rounds a fraction of a
+// millisecond up, away from zero, as Go rounds keep-alive periods: a small
+// positive timeout is not turned into zero (the system default, no timeout
+// of ours at all) and a negative one stays negative, so the request fails
+// as WithSocketOptions promises instead of clearing the option.
+func TestTCPUserTimeoutMilliseconds(t *testing.T) {
+	tests := []struct {
+		d       time.Duration
+		wantMs  int
+		invalid bool
+	}{
+		{0, 0, false},
+		{time.Nanosecond, 1, false},
+		{500 * time.Microsecond, 1, false},
+		{time.Millisecond, 1, false},
+		{1500 * time.Microsecond, 2, false},
+		{5 * time.Second, 5000, false},
+		{-time.Nanosecond, -1, true},
+		{-999 * time.Microsecond, -1, true},
+		{-time.Millisecond, -1, true},
+		{-1500 * time.Microsecond, -2, true},
+	}
+	for _, tt := range tests {
+		o := TCPUserTimeout(tt.d)
+		if o.opt != sockopt.UserTimeout || o.value != tt.wantMs {
+			t.Errorf("TCPUserTimeout(%v) = %v %d, want %v %d", tt.d, o.opt, o.value, sockopt.UserTimeout, tt.wantMs)
+		}
+		err := validateSocketOptions([]SocketOption{o})
+		if invalid := errors.Is(err, sockopt.ErrInvalidValue); invalid != tt.invalid {
+			t.Errorf("TCPUserTimeout(%v): validation error %v, want invalid %v", tt.d, err, tt.invalid)
+		}
+	}
+}
