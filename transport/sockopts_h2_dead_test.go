@@ -32,7 +32,8 @@ func TestSocketOptionsSharedConnDiesBeforeApply(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { testHookSharedOptions = nil })
-	resp, _, err := sockOptGet(t, tr, srv.URL, nil, TOS(0x10))
+	// A value not in effect, so the guard makes the syscall.
+	resp, _, err := sockOptGet(t, tr, srv.URL, nil, TOS(0x20))
 	if err != nil {
 		t.Fatalf("request on a connection that died before its options: %v", err)
 	}
