@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,46 +17,10 @@ import (
 // cover. Each row runs against net/http and against ferry, each with its
 // own fresh server, and what the client and the server saw must match.
 
-// runH1AuditRows runs rows as TestDifferential runs its table.
+// runH1AuditRows runs rows as TestDifferential runs its table (none uses
+// TLS).
 func runH1AuditRows(t *testing.T, rows []scenario) {
-	for _, sc := range rows {
-		t.Run(sc.name, func(t *testing.T) {
-			var res [2]diffResult
-			for i, impl := range []string{"nethttp", "ferry"} {
-				var srv *testServer
-				if sc.raw != nil {
-					srv = startRawServer(t, sc.raw)
-				} else {
-					srv = startHandlerServer(t, sc.handler, false, nil)
-				}
-				rt := sc.set.nethttp((*tls.Config)(nil))
-				if impl == "ferry" {
-					rt = sc.set.ferry(nil)
-				}
-				hung := time.AfterFunc(rowTimeout, srv.abort)
-				obs := sc.run(t, rt, srv)
-				if !hung.Stop() {
-					t.Errorf("%s: the row did not end within %v", impl, rowTimeout)
-				}
-				closeIdle(rt)
-				srv.mu.Lock()
-				res[i] = diffResult{Obs: obs, Seen: srv.seen, Conns: srv.conns}
-				srv.mu.Unlock()
-				if sc.noConnCount {
-					res[i].Conns = 0
-				}
-			}
-			if !reflect.DeepEqual(res[0].Obs, res[1].Obs) {
-				t.Errorf("client observations differ\nnet/http: %+v\nferry:    %+v", res[0].Obs, res[1].Obs)
-			}
-			if !reflect.DeepEqual(res[0].Seen, res[1].Seen) {
-				t.Errorf("server saw different requests\nnet/http: %+v\nferry:    %+v", res[0].Seen, res[1].Seen)
-			}
-			if res[0].Conns != res[1].Conns {
-				t.Errorf("connections: net/http %d, ferry %d", res[0].Conns, res[1].Conns)
-			}
-		})
-	}
+	runDiffRows(t, rows, nil)
 }
 
 // h1auditBoundedCtx is a request context that ends a request hanging on a
