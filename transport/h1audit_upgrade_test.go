@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // TestH1AuditUpgradeCloseWrite: the body of a 101 Switching Protocols
@@ -17,6 +18,9 @@ func TestH1AuditUpgradeCloseWrite(t *testing.T) {
 	for i, rt := range []http.RoundTripper{settings{}.nethttp(nil), settings{}.ferry(nil)} {
 		srv := startRawServer(t, func(c *rawConn) {
 			c.readRequest()
+			// A hang guard, no timing assertion: a CloseWrite that does
+			// nothing fails the comparison instead of hanging the test.
+			c.SetDeadline(time.Now().Add(10 * time.Second))
 			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
 			in, err := io.ReadAll(c.br) // until the client's CloseWrite
 			fmt.Fprintf(c, "got %q %v", in, err)
