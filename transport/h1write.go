@@ -390,20 +390,35 @@ func copyBody(bw *bufio.Writer, r io.Reader, stream bool) (int64, error) {
 // isKnownInMemory reports whether body is one of the readers net/http
 // knows to hold their data in memory (possibly inside io.NopCloser, as
 // http.NewRequest wraps them): such a body never waits for the server.
-func isKnownInMemory(body io.Reader) bool {
+func isKnownInMemory(body io.Reader) bool { return inMemoryReader(body) != nil }
+
+// inMemoryBody is what the readers isKnownInMemory accepts have in common.
+type inMemoryBody interface {
+	io.Reader
+	io.WriterTo
+	Len() int // bytes not yet read
+}
+
+// inMemoryReader returns the reader holding body's data when isKnownInMemory
+// accepts body, nil otherwise.
+func inMemoryReader(body io.Reader) inMemoryBody {
 	switch b := body.(type) {
-	case *bytes.Reader, *bytes.Buffer, *strings.Reader:
-		return true
+	case *bytes.Reader:
+		return b
+	case *bytes.Buffer:
+		return b
+	case *strings.Reader:
+		return b
 	case nil:
-		return false
+		return nil
 	default:
 		switch reflect.TypeOf(b) {
 		case nopCloserType, nopCloserWriterToType:
 			inner, _ := reflect.ValueOf(b).Field(0).Interface().(io.Reader)
-			return isKnownInMemory(inner)
+			return inMemoryReader(inner)
 		}
 	}
-	return false
+	return nil
 }
 
 var (
@@ -429,6 +444,21 @@ func (b bodyReader) Read(p []byte) (int, error) {
 // writeChunkedBody writes the body with the chunked coding, one chunk per
 // read, each sent when written, and the caller's trailers.
 func writeChunkedBody(bw *bufio.Writer, o *outgoing) error {
+	if r := inMemoryReader(o.body); r != nil && !o.streamBody {
+		// Known in memory: what is left goes as one chunk, written past the
+		// buffer in one Write, as net/http's chunked writer gets it from
+		// the reader's WriteTo. (bufio.Writer's WriteString, which a
+		// strings.Reader would use, copies through the 4 KiB buffer.)
+		if n := r.Len(); n > 0 {
+			bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(n), 16))
+			bw.WriteString("\r\n")
+			if _, err := r.WriteTo(writeOnly{bw}); err != nil {
+				return err
+			}
+			bw.WriteString("\r\n")
+		}
+		return writeLastChunk(bw, o.req.Trailer)
+	}
 	bufp := copyBufPool.Get().(*[]byte)
 	defer copyBufPool.Put(bufp)
 	buf := *bufp
@@ -453,6 +483,11 @@ func writeChunkedBody(bw *bufio.Writer, o *outgoing) error {
 	}
 	return writeLastChunk(bw, o.req.Trailer)
 }
+
+// writeOnly hides every method of a writer but Write.
+type writeOnly struct{ w io.Writer }
+
+func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 
 // writeLastChunk ends a chunked body: the zero-size chunk, the trailer
 // fields, the blank line.
