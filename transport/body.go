@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"sync"
+
+	"github.com/ferryhttp/ferry/internal/gzipbody"
 )
 
 // The response body of an HTTP/1.1 exchange.
@@ -21,7 +23,7 @@ import (
 // window's deadline), and the Read, when it returns, closes the connection
 // (or hands the rest of the body to the drain).
 
-var errReadOnClosedBody = errors.New("http: read on closed response body")
+var errReadOnClosedBody = gzipbody.ErrReadAfterClose
 
 // errTrailerEOF is net/http's error for a body that ends right after its
 // last chunk, before the trailer section.

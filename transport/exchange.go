@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/gzipbody"
 )
 
 // One request/response exchange on an h1Conn, on the caller's goroutine.
@@ -234,7 +236,7 @@ func (pc *h1Conn) finishResponse(o *outgoing, rb *responseAndBody, keys framingK
 	resp.Body = b
 	if o.addGzip {
 		if ce, _ := keys.lookup(resp.Header, hasContentEncoding); len(ce) > 0 && strings.EqualFold(ce[0], "gzip") {
-			resp.Body = &gzipBody{body: b}
+			resp.Body = gzipbody.New(b)
 			b.bigLength = false // resp.ContentLength is -1 now (drain.go)
 			delete(resp.Header, "Content-Encoding")
 			delete(resp.Header, "Content-Length")

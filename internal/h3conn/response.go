@@ -1,11 +1,11 @@
 package h3conn
 
 import (
-	"compress/gzip"
-	"io"
 	"maps"
 	"net/http"
 	"strings"
+
+	"github.com/ferryhttp/ferry/internal/gzipbody"
 )
 
 // Where quic-go's client answers differently from net/http's, the
@@ -86,32 +86,5 @@ func decodeResponse(resp *http.Response, method string, asked bool) {
 	resp.Header.Del("Content-Length")
 	resp.ContentLength = -1
 	resp.Uncompressed = true
-	resp.Body = &gzipBody{body: resp.Body}
+	resp.Body = gzipbody.New(resp.Body)
 }
-
-// gzipBody decodes a gzip response body, creating the decoder on the
-// first Read. Errors are sticky.
-type gzipBody struct {
-	body io.ReadCloser
-	zr   *gzip.Reader
-	err  error
-}
-
-func (g *gzipBody) Read(p []byte) (int, error) {
-	if g.err != nil {
-		return 0, g.err
-	}
-	if g.zr == nil {
-		g.zr, g.err = gzip.NewReader(g.body)
-		if g.err != nil {
-			return 0, g.err
-		}
-	}
-	n, err := g.zr.Read(p)
-	if err != nil {
-		g.err = err
-	}
-	return n, err
-}
-
-func (g *gzipBody) Close() error { return g.body.Close() }

@@ -1,4 +1,10 @@
-package transport
+// Package gzipbody decodes a gzip response body as net/http's transparent
+// decompression does, for ferry's HTTP/1.1 and HTTP/3 clients alike. The
+// gzip.Reader (about 40 KiB of tables) is created on the first Read, not
+// when the response arrives, and comes from a pool: it goes back when the
+// stream ends or the body is closed. Read after Close, and a Read while
+// another is in progress, fail with net/http's errors; errors are sticky.
+package gzipbody
 
 import (
 	"compress/gzip"
@@ -7,20 +13,22 @@ import (
 	"sync"
 )
 
-// Transparent gzip: when the transport added "Accept-Encoding: gzip" itself
-// and the response says "Content-Encoding: gzip", resp.Body decodes. The
-// gzip.Reader (about 40 KiB of tables) is created on the first Read, not
-// when the response arrives, and comes from a pool: it goes back when the
-// stream ends or the body is closed.
+// ErrReadAfterClose is net/http's error for a Read of a response body that
+// was closed.
+var ErrReadAfterClose = errors.New("http: read on closed response body")
 
-var gzipReaderPool sync.Pool // of *gzip.Reader
+// ErrConcurrentRead is net/http's error for a Read of a decompressed body
+// while another Read is in progress.
+var ErrConcurrentRead = errors.New("http: concurrent read on response body")
 
-// errConcurrentGzipRead is net/http's error for a Read of a decompressed
-// body while another Read is in progress.
-var errConcurrentGzipRead = errors.New("http: concurrent read on response body")
+var readerPool sync.Pool // of *gzip.Reader
 
-// gzipBody decodes the gzip stream of body.
-type gzipBody struct {
+// New returns a body that decodes body's gzip stream; closing it closes
+// body.
+func New(body io.ReadCloser) *Body { return &Body{body: body} }
+
+// Body decodes the gzip stream of the body it wraps (New).
+type Body struct {
 	body io.ReadCloser
 	// mu guards zr, err, closed and busy: a Close may run while a Read is
 	// blocked in the underlying body, so Close only closes the body and
@@ -33,11 +41,11 @@ type gzipBody struct {
 	busy   bool // a Read is using zr
 }
 
-func (g *gzipBody) Read(p []byte) (int, error) {
+func (g *Body) Read(p []byte) (int, error) {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		return 0, errReadOnClosedBody
+		return 0, ErrReadAfterClose
 	}
 	if g.err != nil {
 		err := g.err
@@ -47,7 +55,7 @@ func (g *gzipBody) Read(p []byte) (int, error) {
 	if g.busy {
 		// The decoder is in use by a Read in progress: net/http's error.
 		g.mu.Unlock()
-		return 0, errConcurrentGzipRead
+		return 0, ErrConcurrentRead
 	}
 	g.busy = true
 	g.mu.Unlock()
@@ -73,16 +81,16 @@ func (g *gzipBody) Read(p []byte) (int, error) {
 		if err == nil || err == io.EOF {
 			return n, nil
 		}
-		return n, errReadOnClosedBody
+		return n, ErrReadAfterClose
 	}
 	return n, err
 }
 
 // open starts decoding: a pooled gzip.Reader reset on the body.
-func (g *gzipBody) open() error {
-	if z, ok := gzipReaderPool.Get().(*gzip.Reader); ok {
+func (g *Body) open() error {
+	if z, ok := readerPool.Get().(*gzip.Reader); ok {
 		if err := z.Reset(g.body); err != nil {
-			gzipReaderPool.Put(z)
+			readerPool.Put(z)
 			return err
 		}
 		g.zr = z
@@ -97,14 +105,14 @@ func (g *gzipBody) open() error {
 }
 
 // recycleLocked returns the gzip reader to the pool once nothing uses it.
-func (g *gzipBody) recycleLocked() {
+func (g *Body) recycleLocked() {
 	if g.zr != nil && !g.busy {
-		gzipReaderPool.Put(g.zr)
+		readerPool.Put(g.zr)
 		g.zr = nil
 	}
 }
 
-func (g *gzipBody) Close() error {
+func (g *Body) Close() error {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
