@@ -35,7 +35,7 @@ func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*
 func (t *Transport) h1FromDial(key connKey, d dialedConn) *h1Conn {
 	pc := newH1Conn(t, key, d.conn)
 	pc.tlsState = d.tlsState
-	pc.guard = d.guard
+	pc.sock.guard = d.guard
 	return pc
 }
 

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/idlepool"
-	"github.com/ferryhttp/ferry/internal/sockopt"
 )
 
 // h1Conn is one HTTP/1.1 client connection. It serves one request at a
@@ -26,8 +25,7 @@ type h1Conn struct {
 	keyHash   idlepool.KeyHash // t.pool.Hash(key), so a Put does not hash again
 	statShard uint8            // the transportStats shard its requests are counted in
 	conn      net.Conn
-	guard     *sockopt.Guard // nil until needed, or when unsupported
-	noGuard   bool           // the connection cannot carry socket options
+	sock      connSocket // conn's socket, for requests' socket options
 	tlsState  *tls.ConnectionState
 	br        *bufio.Reader
 	bw        *bufio.Writer
@@ -74,6 +72,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 func newH1Conn(t *Transport, key connKey, conn net.Conn) *h1Conn {
 	pc := &h1Conn{t: t, key: key, keyHash: t.pool.Hash(key), conn: conn, statShard: newStatShard()}
+	pc.sock.conn = conn
 	pc.br = bufio.NewReaderSize(connReader{pc}, t.readBufferSize())
 	if _, ok := conn.(io.ReaderFrom); ok {
 		pc.bw = bufio.NewWriterSize(connReaderFromWriter{connWriter{pc}}, t.writeBufferSize())

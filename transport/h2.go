@@ -44,19 +44,19 @@ var (
 // h2Shared is an HTTP/2 connection with the socket it runs over.
 type h2Shared struct {
 	*h2conn.Conn
-	sock sharedSocket
+	sock connSocket
 }
 
-func (c *h2Shared) socket() *sharedSocket { return &c.sock }
+func (c *h2Shared) socket() *connSocket { return &c.sock }
 
 // altShared is a caller's TLSNextProto RoundTripper with the socket of the
 // *tls.Conn it was given.
 type altShared struct {
 	*altConn
-	sock sharedSocket
+	sock connSocket
 }
 
-func (c *altShared) socket() *sharedSocket { return &c.sock }
+func (c *altShared) socket() *connSocket { return &c.sock }
 
 // h2State is the Transport's HTTP/2 state, built by init.
 type h2State struct {
@@ -229,7 +229,7 @@ func (t *Transport) sharedFromDial(key connKey, d dialedConn) (sharedConn, error
 				tc.Close()
 				return nil, errors.New("ferry/transport: TLSNextProto[" + proto + "] returned a nil RoundTripper")
 			}
-			return &altShared{altConn: newAltConn(rt), sock: sharedSocket{conn: d.conn, guard: d.guard}}, nil
+			return &altShared{altConn: newAltConn(rt), sock: connSocket{conn: d.conn, guard: d.guard}}, nil
 		}
 	}
 	switch {
@@ -242,7 +242,7 @@ func (t *Transport) sharedFromDial(key connKey, d dialedConn) (sharedConn, error
 	if err != nil {
 		return nil, err
 	}
-	return &h2Shared{Conn: c, sock: sharedSocket{conn: d.conn, guard: d.guard}}, nil
+	return &h2Shared{Conn: c, sock: connSocket{conn: d.conn, guard: d.guard}}, nil
 }
 
 // roundTripShared sends req on sc (a stream is reserved). It returns the

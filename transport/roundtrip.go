@@ -120,7 +120,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, err
 		}
 		if len(opts) > 0 {
-			if err := pc.applySocketOptions(opts); err != nil {
+			if err := pc.sock.apply(opts); err != nil {
 				pc.closeAndRelease()
 				closeOutgoing(&o)
 				return nil, err

@@ -117,40 +117,13 @@ func newSocketGuard(conn net.Conn) (*sockopt.Guard, error) {
 	return g, nil
 }
 
-// setThroughGuard applies opts in order through g, stopping at the first
-// error.
-func setThroughGuard(g *sockopt.Guard, opts []SocketOption) error {
-	for _, o := range opts {
-		if _, err := g.Set(o.opt, o.value); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// applySocketOptions applies opts through pc's guard, creating the guard
-// on first use for connections ferry did not dial itself.
-func (pc *h1Conn) applySocketOptions(opts []SocketOption) error {
-	if pc.guard == nil {
-		if pc.noGuard {
-			return fmt.Errorf("ferry/transport: socket options: %w", sockopt.ErrUnsupported)
-		}
-		g, err := newSocketGuard(pc.conn)
-		if err != nil {
-			pc.noGuard = true
-			return err
-		}
-		pc.guard = g
-	}
-	return setThroughGuard(pc.guard, opts)
-}
-
-// sharedSocket is the socket under a shared (HTTP/2) connection, for the
-// socket options of the requests it serves concurrently. Its guard is the
-// dialer's when ferry dialled the connection, else it is made on the first
-// request with options; either outcome is kept, so a connection that cannot
-// carry options fails each such request without trying again.
-type sharedSocket struct {
+// connSocket is the socket under a connection, for the socket options of
+// the requests it serves: an HTTP/1.1 connection's, one at a time, or a
+// shared (HTTP/2) connection's, concurrently. Its guard is the dialer's
+// when ferry dialled the connection, else it is made on the first request
+// with options; either outcome is kept, so a connection that cannot carry
+// options fails each such request without trying again.
+type connSocket struct {
 	conn net.Conn // the connection as dialled (a *tls.Conn for https)
 
 	// once makes the guard on first use. guard (when the dialer gave one)
@@ -163,10 +136,10 @@ type sharedSocket struct {
 
 // socketCarrier is a shared connection that knows its socket.
 type socketCarrier interface {
-	socket() *sharedSocket
+	socket() *connSocket
 }
 
-func (s *sharedSocket) makeGuard() {
+func (s *connSocket) makeGuard() {
 	if s.guard == nil {
 		s.guard, s.err = newSocketGuard(s.conn)
 	}
@@ -174,19 +147,24 @@ func (s *sharedSocket) makeGuard() {
 
 // guardNow returns the socket's guard, making it on first use, or the
 // reason the socket cannot carry options.
-func (s *sharedSocket) guardNow() (*sockopt.Guard, error) {
+func (s *connSocket) guardNow() (*sockopt.Guard, error) {
 	s.once.Do(s.makeGuard)
 	return s.guard, s.err
 }
 
 // apply applies opts through the socket's guard (safe for concurrent use:
 // the guard serialises its syscalls).
-func (s *sharedSocket) apply(opts []SocketOption) error {
+func (s *connSocket) apply(opts []SocketOption) error {
 	g, err := s.guardNow()
 	if err != nil {
 		return err
 	}
-	return setThroughGuard(g, opts)
+	for _, o := range opts {
+		if _, err := g.Set(o.opt, o.value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // applySharedSocketOptions applies opts to the socket under sc; a shared

@@ -48,7 +48,7 @@ func BenchmarkSocketOptions(b *testing.B) {
 					b.Fatal("connection not pooled after a request")
 				}
 				defer tr.pool.Put(key, pc)
-				return pc.guard
+				return pc.sock.guard
 			}
 			do := func() {
 				resp, err := tr.RoundTrip(req)

@@ -41,7 +41,7 @@ func TestSocketOptionsSteadyState(t *testing.T) {
 					t.Fatal("connection not pooled")
 				}
 				defer tr.pool.Put(key, pc)
-				return pc.guard.Syscalls()
+				return pc.sock.guard.Syscalls()
 			}
 			base := do(TOS(0x10), TCPUserTimeout(5*time.Second))
 			for i := 0; i < 20; i++ {
@@ -56,7 +56,7 @@ func TestSocketOptionsSteadyState(t *testing.T) {
 				key, _ := tr.connKeyFor(newReq(t, "GET", srv.URL, nil))
 				pc, _, _ := tr.pool.TryGet(key)
 				defer tr.pool.Put(key, pc)
-				return pc.guard.Read(sockopt.TOS)
+				return pc.sock.guard.Read(sockopt.TOS)
 			}()
 			if err != nil || v != 0x20 {
 				t.Fatalf("kernel TOS = %#x, %v; want 0x20", v, err)
