@@ -13,10 +13,6 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
-// testHookSharedOptions, when set by a test, runs between taking a shared
-// connection and applying a request's socket options to it.
-var testHookSharedOptions func(sharedConn)
-
 // syncBodyLimit is the largest body, known to be in memory (GetBody set),
 // written inline on the caller's goroutine. Larger or streaming bodies get a
 // writer goroutine so a server that answers early cannot block the write.
@@ -90,20 +86,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if sc != nil {
 			if len(opts) > 0 {
-				if testHookSharedOptions != nil {
-					testHookSharedOptions(sc)
+				retry, err := t.applySharedOptions(key, sc, opts, &shared)
+				if retry {
+					continue
 				}
-				if err := applySharedSocketOptions(sc, opts); err != nil {
-					sc.ReleaseStream() // the connection stays, for its other requests
-					if !sc.Usable() && shared.retries < maxSharedRetries {
-						// It died after the stream was reserved: nothing
-						// was sent, so look again, as a request without
-						// options would be retried.
-						t.pool.RemoveShared(key, sc)
-						shared.retries++
-						t.stats.countRetry()
-						continue
-					}
+				if err != nil {
 					closeOutgoing(&o)
 					return nil, err
 				}

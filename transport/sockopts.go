@@ -167,6 +167,33 @@ func (s *connSocket) apply(opts []SocketOption) error {
 	return nil
 }
 
+// testHookSharedOptions, when set by a test, runs between taking a shared
+// connection and applying a request's socket options to it.
+var testHookSharedOptions func(sharedConn)
+
+// applySharedOptions applies a request's socket options to sc, whose
+// stream it has reserved. On failure the stream is given back and the
+// connection stays, for its other requests; retry reports that sc died
+// after the stream was reserved (the setsockopt met its closed socket):
+// nothing was sent, so the request looks again (a counted retry), as one
+// without options would be retried.
+func (t *Transport) applySharedOptions(key connKey, sc sharedConn, opts []SocketOption, att *sharedAttempts) (retry bool, err error) {
+	if testHookSharedOptions != nil {
+		testHookSharedOptions(sc)
+	}
+	if err := applySharedSocketOptions(sc, opts); err != nil {
+		sc.ReleaseStream()
+		if !sc.Usable() && att.retries < maxSharedRetries {
+			t.pool.RemoveShared(key, sc)
+			att.retries++
+			t.stats.countRetry()
+			return true, nil
+		}
+		return false, err
+	}
+	return false, nil
+}
+
 // applySharedSocketOptions applies opts to the socket under sc; a shared
 // connection that does not know its socket cannot carry them.
 func applySharedSocketOptions(sc sharedConn, opts []SocketOption) error {
