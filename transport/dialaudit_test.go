@@ -38,36 +38,8 @@ func dialAuditTransports(mod func(std *http.Transport, f *Transport)) map[string
 // silentTCPServer accepts connections and never writes, so a TLS client
 // handshake on them can only end by its timeout or its context.
 func silentTCPServer(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex // guards conns
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return ln.Addr().String()
+	srv := startRawServer(t, func(c *rawConn) { io.Copy(io.Discard, c) })
+	return strings.TrimPrefix(srv.URL, "http://")
 }
 
 // TestDialAuditTLSHandshakeTimeout: the handshake timeout is a net.Error
