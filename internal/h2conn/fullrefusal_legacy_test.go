@@ -199,17 +199,7 @@ func TestReservedStreamRefusedOnFullConnKeepsConn(t *testing.T) {
 				}
 				t.Fatalf("request A: %v, want context.Canceled", ra.err)
 			}
-			waitFor(t, "a free stream", c.cc.CanTakeNewRequest)
-			if !c.ReserveStream() {
-				t.Fatal("no stream reserved on the connection once it had room")
-			}
-			resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/c", nil))
-			if err != nil {
-				t.Fatalf("request C on the same connection: %v", err)
-			}
-			if got := readAll(t, resp); got != "ok" {
-				t.Fatalf("request C: body %q, want \"ok\"", got)
-			}
+			serveAnotherOn(t, c, srv.Addr())
 			if conns, _ := srv.Counts(); conns != 1 {
 				t.Fatalf("server saw %d connections, want 1", conns)
 			}
@@ -295,11 +285,18 @@ func TestRefusalJudgedWithoutWaitingForStuckWrite(t *testing.T) {
 	}
 	// The check on the side, once the write went through, keeps the
 	// connection: it serves another request.
+	serveAnotherOn(t, c, srv.Addr())
+}
+
+// serveAnotherOn waits until c has room, then sends request C on it and
+// checks its answer: the connection is still serving.
+func serveAnotherOn(t *testing.T, c *Conn, addr string) {
+	t.Helper()
 	waitFor(t, "a free stream", c.cc.CanTakeNewRequest)
 	if !c.ReserveStream() {
 		t.Fatal("no stream reserved on the connection once it had room")
 	}
-	resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/c", nil))
+	resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+addr+"/c", nil))
 	if err != nil {
 		t.Fatalf("request C on the same connection: %v", err)
 	}
