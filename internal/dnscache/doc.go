@@ -24,5 +24,7 @@
 //   - The number of names held is bounded by MaxEntries.
 //
 // A Cache is safe for concurrent use. A hit takes a read lock and does not
-// allocate (unless the caller's context carries a ClientTrace with DNS hooks).
+// allocate, unless the caller's context carries a ClientTrace with DNS hooks
+// or the name has upper-case letters (lower-casing it costs one; ferry's
+// transport lower-cases hosts before it resolves).
 package dnscache
