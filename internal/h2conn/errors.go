@@ -124,8 +124,8 @@ func classify(err error) error {
 	}
 	// A StreamError from net/http's internal copy converts through its As
 	// method, so this matches in both modes.
-	var se http2.StreamError
-	if !errors.As(err, &se) {
+	se, ok := errors.AsType[http2.StreamError](err)
+	if !ok {
 		return err
 	}
 	switch {
@@ -139,8 +139,10 @@ func classify(err error) error {
 
 // peerProtocolReset reports whether err is an RST_STREAM(PROTOCOL_ERROR) the
 // server sent. x/net then stops reusing the connection (doNotReuse) without
-// telling anyone, so ferry marks it dead itself (roundtrip.go).
+// telling anyone, so ferry marks it dead itself (roundtrip.go). It runs on
+// every response body's end (io.EOF), so it must not allocate: errors.As
+// would (its target escapes), errors.AsType does not (TestPeerProtocolResetNoAlloc).
 func peerProtocolReset(err error) bool {
-	var se http2.StreamError
-	return errors.As(err, &se) && se.Code == http2.ErrCodeProtocol && se.Cause != nil && se.Cause.Error() == errTextFromPeer
+	se, ok := errors.AsType[http2.StreamError](err)
+	return ok && se.Code == http2.ErrCodeProtocol && se.Cause != nil && se.Cause.Error() == errTextFromPeer
 }

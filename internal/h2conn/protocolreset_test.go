@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -166,5 +167,16 @@ func TestProtocolResetMidBody(t *testing.T) {
 				t.Fatalf("Usable() = %v right after the Read, want %v", c.Usable(), tc.usable)
 			}
 		})
+	}
+}
+
+// TestPeerProtocolResetNoAlloc: every response body's end goes through
+// peerProtocolReset (with io.EOF), so it must not allocate; with errors.As
+// it cost one allocation per HTTP/2 request.
+func TestPeerProtocolResetNoAlloc(t *testing.T) {
+	for _, err := range []error{io.EOF, http2.StreamError{StreamID: 1, Code: http2.ErrCodeCancel}} {
+		if n := testing.AllocsPerRun(100, func() { peerProtocolReset(err) }); n != 0 {
+			t.Errorf("peerProtocolReset(%v) allocates %.0f times, want 0", err, n)
+		}
 	}
 }
