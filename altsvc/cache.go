@@ -253,7 +253,7 @@ func (c *Cache) Lookup(o Origin, dst []Alternative) []Alternative {
 // Lookup it prunes only o's expired alternatives, takes no lock unless it
 // prunes, and does not allocate.
 func (c *Cache) Usable(o Origin, protocol string) (Alternative, bool) {
-	if o.host == "" {
+	if o.host == "" || c.Empty() {
 		return Alternative{}, false
 	}
 	now := c.now()
@@ -301,6 +301,16 @@ func (c *Cache) pruneOrigin(s *shard, h uint64, o Origin, now int64) {
 	if e.view.Load().n == 0 && s.remove(h, o) {
 		c.count.Add(-1)
 	}
+}
+
+// Empty reports whether the cache holds no origin at all, live or expired
+// but not yet reclaimed: a lookup of any origin then finds nothing. It is
+// one atomic load, for callers that would otherwise build an Origin for
+// every request to a server that never advertised an alternative. An
+// origin being added at the same moment may not be seen yet, as if the
+// call had come just before it.
+func (c *Cache) Empty() bool {
+	return c.count.Load() == 0
 }
 
 // Len reclaims every expired entry and returns the number of origins that

@@ -418,3 +418,36 @@ func TestAlternativeStaysSmall(t *testing.T) {
 		t.Errorf("Alternative is %d bytes, want 56", size)
 	}
 }
+
+// TestEmpty: Empty is true exactly while no origin is resident: on a new
+// cache, and again once the only origin was cleared or its alternatives
+// expired and were reclaimed; Usable answers from the cache in between.
+func TestEmpty(t *testing.T) {
+	c, clk := newTestCache(0)
+	o := mustOrigin(t, "https://a.example")
+	if !c.Empty() {
+		t.Fatal("new cache not Empty")
+	}
+	mustUpdate(t, c, o, 0, `h3=":443"; ma=10`)
+	if c.Empty() {
+		t.Fatal("Empty after an origin was added")
+	}
+	if _, ok := c.Usable(o, "h3"); !ok {
+		t.Fatal("Usable misses the added origin")
+	}
+	mustUpdate(t, c, o, 0, "clear")
+	if !c.Empty() {
+		t.Fatal("not Empty after the only origin was cleared")
+	}
+	mustUpdate(t, c, o, 0, `h3=":443"; ma=10`)
+	clk.Advance(time.Minute)
+	if c.Empty() {
+		t.Fatal("Empty before the expired origin was reclaimed")
+	}
+	if _, ok := c.Usable(o, "h3"); ok {
+		t.Fatal("Usable returned an expired alternative")
+	}
+	if c.Len() != 0 || !c.Empty() {
+		t.Fatal("not Empty after the expired origin was reclaimed")
+	}
+}

@@ -47,11 +47,14 @@ func (t *Transport) roundTripH3(req *http.Request, o *outgoing, key connKey) (re
 		o.method == "CONNECT" || isUpgradeRequest(req.Header) {
 		return nil, nil, false
 	}
+	h := t.h3init()
+	if h.cache.Empty() {
+		return nil, nil, false // no server advertised HTTP/3: skip the origin
+	}
 	origin, oerr := altsvc.OriginFromHostPort("https", key.addr)
 	if oerr != nil {
 		return nil, nil, false
 	}
-	h := t.h3init()
 	alt, ok := h.cache.Usable(origin, "h3")
 	if !ok {
 		return nil, nil, false
