@@ -160,6 +160,14 @@ func asksToClose(req *http.Request) bool {
 // Go 1.27 and later x/net passes on net/http's http.NoBody instead.
 var xnetNoBody = struct{ pkg, name string }{"golang.org/x/net/http2", "noBodyReader"}
 
+// bodyTypes remembers the two body types x/net returns (its empty body and
+// its stream body) once seen, so that telling them apart is one comparison
+// of type descriptors: comparing the type's name and package costs about
+// 100 ns per response.
+var bodyTypes struct {
+	empty, stream atomic.Pointer[reflect.Type]
+}
+
 // isEmptyBody reports whether x/net returned a body that has no content and
 // no stream behind it (HEAD, 204, 304, END_STREAM on the headers).
 func isEmptyBody(b io.ReadCloser) bool {
@@ -167,7 +175,19 @@ func isEmptyBody(b io.ReadCloser) bool {
 		return true
 	}
 	t := reflect.TypeOf(b)
-	return t.Name() == xnetNoBody.name && t.PkgPath() == xnetNoBody.pkg
+	if seen := bodyTypes.stream.Load(); seen != nil && *seen == t {
+		return false
+	}
+	if seen := bodyTypes.empty.Load(); seen != nil && *seen == t {
+		return true
+	}
+	empty := t.Name() == xnetNoBody.name && t.PkgPath() == xnetNoBody.pkg
+	if empty {
+		bodyTypes.empty.Store(&t)
+	} else if t.PkgPath() == xnetNoBody.pkg {
+		bodyTypes.stream.Store(&t) // x/net's only other body type
+	}
+	return empty
 }
 
 // streamBody is the response body: it releases the request's slot exactly
