@@ -93,6 +93,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		benchServedGets(b, impl.name+"/h1", impl.rt, url, benchGet)
 		benchRoundTripH2(b, impl.name)
 	}
+	benchRoundTripH2(b, "xnet")
 }
 
 // BenchmarkParseHeader measures parsing response header blocks of 4, 16

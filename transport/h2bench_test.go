@@ -13,13 +13,17 @@ import (
 
 	"github.com/ferryhttp/ferry/internal/benchchild"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
+	"golang.org/x/net/http2"
 )
 
 // The HTTP/2 rows of BenchmarkRoundTrip: one GET on a shared TLS HTTP/2
 // connection to a net/http server in a child process (this test binary
 // re-executed with benchH2ServerEnv set), serial and from 64 goroutines,
-// for ferry and net/http in the same run. The response has the h1 bench's
-// shape: benchBodyLen bytes and a few header fields.
+// for ferry and net/http in the same run, and for x/net's own
+// http2.Transport ("xnet"): the HTTP/2 code ferry uses, without ferry, so
+// the run shows what ferry adds and what x/net costs against net/http's
+// bundled copy. The response has the h1 bench's shape: benchBodyLen bytes
+// and a few header fields.
 
 const benchH2ServerEnv = "FERRY_BENCH_H2_SERVER"
 
@@ -78,8 +82,11 @@ func startBenchH2Server(b *testing.B) string {
 
 func benchH2Client(impl string) http.RoundTripper {
 	cfg := &tls.Config{InsecureSkipVerify: true} // loopback child with a throwaway cert
-	if impl == "ferry" {
+	switch impl {
+	case "ferry":
 		return &Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
+	case "xnet":
+		return &http2.Transport{TLSClientConfig: cfg}
 	}
 	return &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
 }
