@@ -20,7 +20,7 @@ func TestKeyTableAgainstMap(t *testing.T) {
 				tab.remove(ks)
 				delete(want, k)
 			} else if !ok {
-				ks := &keyState[int, *testConn]{key: k, hash: rng.Uint64N(hashRange) << tableShift}
+				ks := &keyState[int, *testConn]{key: k, keyCold: &keyCold[*testConn]{hash: rng.Uint64N(hashRange) << tableShift}}
 				tab.insert(ks)
 				want[k] = ks
 			}
@@ -53,22 +53,18 @@ func TestShardLayout(t *testing.T) {
 }
 
 // TestKeyStateLayout checks what the keyState comment promises for the
-// benchmark's key shape (three strings and a bool, like transport's key):
-// the fields a get or put touches fill the first cache line exactly, the key
-// and its hash the second, and the struct falls in the runtime's 192-byte
-// size class (177 to 192 bytes), whose objects start on line boundaries.
+// benchmark's key shape (three strings and a bool): the key starts the
+// struct, the idle stack and counts end it, and it is exactly 128 bytes
+// (the runtime's 128-byte size class, whose objects are 128-byte aligned).
 func TestKeyStateLayout(t *testing.T) {
 	var ks keyState[benchKey, *benchConn]
-	if size := unsafe.Sizeof(ks); size <= 176 || size > 192 {
-		t.Fatalf("keyState is %d bytes, want 177-192 (the 192-byte size class)", size)
+	if size := unsafe.Sizeof(ks); size != 128 {
+		t.Fatalf("keyState is %d bytes, want 128 (the 128-byte size class)", size)
 	}
-	if off := unsafe.Offsetof(ks.idleIdx); off+4 != 64 {
-		t.Fatalf("idleIdx ends at %d: the idle stack and counts no longer fill the first line", off+4)
+	if off := unsafe.Offsetof(ks.idleIdx); off+4 != 128 {
+		t.Fatalf("idleIdx ends at %d, want 128: the idle stack and counts no longer end the struct", off+4)
 	}
-	if off := unsafe.Offsetof(ks.key); off != 64 {
-		t.Fatalf("key at offset %d, want 64 (the start of the second line)", off)
-	}
-	if off := unsafe.Offsetof(ks.hash); off+8 > 128 {
-		t.Fatalf("hash ends at %d: the key and its hash no longer fit the second line", off+8)
+	if off := unsafe.Offsetof(ks.key); off != 0 {
+		t.Fatalf("key at offset %d, want 0", off)
 	}
 }
