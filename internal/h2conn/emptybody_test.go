@@ -10,7 +10,8 @@ import (
 // remembers after their first sight keep their verdicts, in any order: a
 // HEAD's and a 204's body is empty (twice in a row too) (the slot is released at once), a
 // GET's is a stream (the slot is held until the body ends). Each request's
-// slot must be back before the next one, or busy would grow.
+// slot must be back before the next one, or busy would grow. The check
+// runs for every response, so it must not allocate.
 func TestEmptyBodyVerdictsRemembered(t *testing.T) {
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/204" {
@@ -41,6 +42,13 @@ func TestEmptyBodyVerdictsRemembered(t *testing.T) {
 		c.mu.Unlock()
 		if isStream == tc.empty || (busy == 0) != tc.empty {
 			t.Fatalf("request %d (%s %s): stream body %v, busy %d; want empty %v", i, tc.method, tc.path, isStream, busy, tc.empty)
+		}
+		body := resp.Body
+		if sb, ok := body.(*streamBody); ok {
+			body = sb.body // x/net's own body, as RoundTrip saw it
+		}
+		if n := testing.AllocsPerRun(10, func() { isEmptyBody(body) }); n != 0 {
+			t.Fatalf("request %d: isEmptyBody allocates %.0f times, want 0", i, n)
 		}
 		readAll(t, resp)
 		c.mu.Lock()
