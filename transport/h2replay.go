@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"io"
 	"sync"
 )
@@ -11,15 +12,23 @@ import (
 // arrives before RoundTrip's outcome is known is held, and the outcome
 // decides: settle (pass it on, now and later), detach (keep the body for
 // the retry) or closeBody (close it now). A nil *replayBody does nothing.
+//
+// Only an unread body is ever sent again, so a Close that comes once a
+// Read has begun passes through at once: x/net closes the body to stop a
+// Read blocked on the caller (the stream was reset, the connection lost)
+// and waits for that Read before RoundTrip returns. A Read that begins
+// after a held Close fails, as a Read of a closed body would.
 type replayBody struct {
 	body io.ReadCloser
 
-	// mu guards state. The body's Close is called outside it.
+	// mu guards state and read. The body's Read and Close are called
+	// outside it.
 	mu    sync.Mutex
 	state replayState
+	read  bool // a Read has begun: the body will not be sent again
 }
 
-type replayState int
+type replayState uint8
 
 const (
 	replayOpen      replayState = iota // outcome unknown, no Close yet
@@ -29,13 +38,32 @@ const (
 	replayClosed                       // body closed
 )
 
-func (b *replayBody) Read(p []byte) (int, error) { return b.body.Read(p) }
+// errReplayBodyClosed is what a Read of the body returns after x/net
+// closed it (the Close being held).
+var errReplayBodyClosed = errors.New("http: invalid Read on closed Body")
 
-// Close closes the body once the outcome is known, and holds it until then.
+func (b *replayBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if b.state == replayCloseHeld || b.state == replayClosed {
+		b.mu.Unlock()
+		return 0, errReplayBodyClosed
+	}
+	b.read = true
+	b.mu.Unlock()
+	return b.body.Read(p)
+}
+
+// Close closes the body once the outcome is known, and holds it until then
+// unless a Read has begun.
 func (b *replayBody) Close() error {
 	b.mu.Lock()
 	switch b.state {
 	case replayOpen:
+		if b.read {
+			b.state = replayClosed
+			b.mu.Unlock()
+			return b.body.Close()
+		}
 		b.state = replayCloseHeld
 		b.mu.Unlock()
 		return nil
