@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,9 +35,10 @@ type probeBody struct {
 	once   sync.Once
 	read   chan struct{} // closed by the first Read
 	rOnce  sync.Once
-	// guard: a blocked Read gave up after the hang guard, nobody having
-	// closed the body (the request hung on it).
-	guard atomic.Bool
+	// guard: a blocked Read gave up after the hang guard (guardAfter, 10 s
+	// when zero), nobody having closed the body (the request hung on it).
+	guard      atomic.Bool
+	guardAfter time.Duration
 }
 
 type probeMode int
@@ -65,7 +67,7 @@ func (b *probeBody) Read(p []byte) (int, error) {
 		select {
 		case <-b.closed:
 			return 0, errors.New("audit8: read on closed body")
-		case <-time.After(10 * time.Second): // hang guard
+		case <-time.After(cmp.Or(b.guardAfter, 10*time.Second)): // hang guard
 			b.guard.Store(true)
 			return 0, errors.New("audit8: body never closed")
 		}

@@ -312,8 +312,13 @@ func (b *responseBody) keepTrailerMap() {
 	b.resp.Trailer = declared
 }
 
+// Close ends the exchange, as closing an HTTP/2 response body does in
+// net/http: the response stream is cancelled and the request body is
+// closed, which stops an upload still blocked on the caller's body (quic-go
+// leaves it blocked until the caller closes that body).
 func (b *responseBody) Close() error {
 	err := b.rc.Close()
+	b.st.closeBody()
 	b.finish()
 	return err
 }
