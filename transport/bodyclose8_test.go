@@ -161,7 +161,7 @@ func compareCloses(t *testing.T, impls [2]string, mk func() *probeBody, sc close
 		got[i] = outcome + "; " + l.final()
 		when[i] = l.whenClosed()
 	}
-	t.Logf("closes at return: %s %s, ferry %s", impls[0], when[0], when[1])
+	t.Logf("%s: %s (closes at return %s; ferry's %s)", impls[0], got[0], when[0], when[1])
 	if got[0] != got[1] {
 		switch {
 		case skip != "":
