@@ -54,7 +54,7 @@ func (pc *h1Conn) startAsyncWrite(o *outgoing) {
 func (pc *h1Conn) writeBodyAsync(o *outgoing, gen uint64) {
 	var callerSide bool
 	var err error
-	if !isKnownInMemory(o.req.Body) {
+	if !isKnownInMemory(o.body) {
 		// The body may yield its pieces only as the server answers the
 		// earlier ones: the head goes out now and each piece as it comes,
 		// as net/http sends them.

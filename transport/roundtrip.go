@@ -13,9 +13,10 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
-// syncBodyLimit is the largest body, known to be in memory (GetBody set),
-// written inline on the caller's goroutine. Larger or streaming bodies get a
-// writer goroutine so a server that answers early cannot block the write.
+// syncBodyLimit is the largest body written inline on the caller's
+// goroutine (known to be in memory: writesInline). Larger or streaming
+// bodies get a writer goroutine so a server that answers early cannot block
+// the write.
 const syncBodyLimit = 64 << 10
 
 // dialState is what one RoundTrip remembers across retries: the resolved
@@ -140,6 +141,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, gerr
 			}
 			o.body = body
+			o.syncBody = writesInline(&o) // GetBody may return another kind
 		}
 		if t.Proxy != nil {
 			if err := t.reroute(req, &o, &key, &ds); err != nil {
@@ -238,8 +240,23 @@ func (t *Transport) plan(req *http.Request, trace *httptrace.ClientTrace, o *out
 	o.emptyChunked = o.chunked && o.body == nil
 	o.addClose = t.DisableKeepAlives && !wantsClose(req) && !isUpgradeRequest(req.Header)
 	o.expectContinue = req.ProtoAtLeast(1, 1) && req.Body != nil && expectsContinue(req)
-	o.syncBody = o.body == nil || req.GetBody != nil && n > 0 && n <= syncBodyLimit && !o.chunked
+	o.syncBody = writesInline(o)
 	return nil
+}
+
+// writesInline reports whether o's body is written on the caller's
+// goroutine before the response is read: no body, or a small one with a
+// declared length and GetBody that is known to be in memory. Any other
+// body, even one with GetBody, may be a stream whose producer waits for
+// the response (a bidirectional exchange): net/http writes every body on
+// its write goroutine while it reads the response, and so does ferry for
+// those (asyncbody.go).
+func writesInline(o *outgoing) bool {
+	if o.body == nil {
+		return true
+	}
+	n := o.contentLength
+	return o.req.GetBody != nil && n > 0 && n <= syncBodyLimit && !o.chunked && isKnownInMemory(o.body)
 }
 
 func isUpgradeRequest(h http.Header) bool {
