@@ -54,8 +54,8 @@ func TestBodyClose8SharedConnDiesBeforeOptions(t *testing.T) {
 
 // TestBodyClose8H3Unsent: a request its HTTP/3 connection could not send
 // at all (the connection went away first) goes over TCP with the same,
-// untouched body, closed once there; one the HTTP/3 server refused
-// unprocessed goes over TCP with a body from GetBody, each closed once.
+// untouched body (GetBody or not), closed once there. (A request the
+// HTTP/3 server refused unprocessed is TestBodyClose8H3's rejected rows.)
 func TestBodyClose8H3Unsent(t *testing.T) {
 	for _, getBody := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no-getbody", true: "getbody"}[getBody], func(t *testing.T) {
