@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/h3conn"
 )
 
 // What the transport adds around one HTTP/3 request that quic-go does not do
@@ -56,15 +58,35 @@ func (t *Transport) prepareH3(req *http.Request, o *outgoing) (*http.Request, *h
 	}
 	ctx := ex.ctx
 	if d := t.ResponseHeaderTimeout; d > 0 || gateBody {
+		// The caller's hooks with ferry's merged in, replacing them rather
+		// than composed (composition would call ferry's first): the
+		// caller's Got100Continue must run before the gate lets the body
+		// go, or the body's WroteRequest can come first (net/http fires
+		// Got100Continue before it writes the body).
 		hooks := &httptrace.ClientTrace{}
+		if o.trace != nil {
+			*hooks = *o.trace
+		}
 		if d > 0 {
-			hooks.WroteRequest = func(httptrace.WroteRequestInfo) { ex.startHeaderTimer(d) }
+			wrote := hooks.WroteRequest
+			hooks.WroteRequest = func(info httptrace.WroteRequestInfo) {
+				ex.startHeaderTimer(d)
+				if wrote != nil {
+					wrote(info)
+				}
+			}
 		}
 		if gateBody {
 			ex.gate = newContinueGate(o.body, t.ExpectContinueTimeout, o.trace)
-			hooks.Got100Continue = ex.gate.release
+			got100 := hooks.Got100Continue
+			hooks.Got100Continue = func() {
+				if got100 != nil {
+					got100()
+				}
+				ex.gate.release()
+			}
 		}
-		ctx = httptrace.WithClientTrace(ctx, hooks)
+		ctx = h3conn.ReplaceTrace(ctx, o.trace, hooks)
 	}
 	r := req.WithContext(ctx)
 	if ex.gate != nil {
