@@ -282,20 +282,38 @@ func (pc *h1Conn) putIdle() error {
 	return nil
 }
 
+// maxWriteWait is how long the end of a response waits for the request
+// body's writer before the connection is given up, as net/http waits
+// (maxWriteWaitBeforeConnReuse): a server may answer before it has read
+// the whole body and read the rest after, or the writer may simply not
+// have reported yet.
+const maxWriteWait = 50 * time.Millisecond
+
 // writeDone reports whether the asynchronous body write has finished
-// successfully, giving the writer one chance to be scheduled first: it has
-// usually written everything by the time the whole response arrived.
+// successfully. The writer has usually written everything by the time the
+// whole response arrived, so it first gets one chance to be scheduled, then
+// up to maxWriteWait.
 func (pc *h1Conn) writeDone() bool {
-	for i := 0; i < 2; i++ {
-		select {
-		case err := <-pc.writeRes:
-			pc.writing = false
-			return err == nil
-		default:
-		}
-		if i == 0 {
-			yieldProcessor()
-		}
+	select {
+	case err := <-pc.writeRes:
+		pc.writing = false
+		return err == nil
+	default:
+	}
+	yieldProcessor()
+	select {
+	case err := <-pc.writeRes:
+		pc.writing = false
+		return err == nil
+	default:
+	}
+	wait := time.NewTimer(maxWriteWait)
+	defer wait.Stop()
+	select {
+	case err := <-pc.writeRes:
+		pc.writing = false
+		return err == nil
+	case <-wait.C:
 	}
 	// Still writing (a body the server did not wait for): the connection
 	// closes; closing the body unblocks a writer waiting on the caller.
