@@ -2,6 +2,7 @@ package h3conn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -240,19 +241,30 @@ func (s *requestState) closeBody() {
 
 // requestBody wraps the caller's body to learn whether it was read, to
 // close it at most once (quic-go and the error paths may both close it),
-// and to fail the request when reading it fails or its length is not the
-// declared one.
+// to fail the request when reading it fails or its length is not the
+// declared one, and to end the upload once it was closed: a Read that
+// begins after Close fails without reading the caller's body (whose own
+// Close may not stop its Read), so quic-go resets the stream's send side,
+// as x/net stops writing a body it closed.
 type requestBody struct {
 	rc      io.ReadCloser
 	st      *requestState
 	limit   int64 // req.ContentLength; -1: unknown
 	n       int64 // bytes read so far (only quic-go's writer reads)
 	touched atomic.Bool
+	closed  atomic.Bool
 	once    sync.Once
 	err     error
 }
 
+// errRequestBodyClosed ends an upload whose body was closed: the response
+// body was closed, or the request failed.
+var errRequestBodyClosed = errors.New("h3conn: request body read after it was closed (the exchange ended)")
+
 func (b *requestBody) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errRequestBodyClosed
+	}
 	b.touched.Store(true)
 	n, err := b.rc.Read(p)
 	b.n += int64(n)
@@ -267,6 +279,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 
 func (b *requestBody) Close() error {
 	b.touched.Store(true)
+	b.closed.Store(true)
 	b.once.Do(func() { b.err = b.rc.Close() })
 	return b.err
 }
