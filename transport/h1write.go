@@ -343,7 +343,12 @@ func (pc *h1Conn) writeRequestBodySide(o *outgoing) (callerSide bool, err error)
 		_, err := copyBody(bw, bodyReader{o.body}, o.streamBody)
 		return false, err
 	}
-	n, err := copyBody(bw, bodyReader{io.LimitReader(o.body, o.contentLength)}, o.streamBody)
+	var n int64
+	if f := pc.kernelCopyFile(o); f != nil {
+		n, err = pc.copyFileBody(f, o.contentLength)
+	} else {
+		n, err = copyBody(bw, bodyReader{io.LimitReader(o.body, o.contentLength)}, o.streamBody)
+	}
 	if err != nil {
 		return false, err
 	}

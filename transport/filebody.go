@@ -1,0 +1,85 @@
+package transport
+
+import (
+	"errors"
+	"io"
+	"os"
+	"syscall"
+)
+
+// A request body that is a file, with a declared length, goes to the
+// connection's own ReadFrom as net/http sends it: over plain TCP (or a Unix
+// socket) on Linux the kernel copies it with sendfile, without a read and a
+// write through user space per 32 KiB. ferry also finds the file inside
+// io.NopCloser, where net/http does not (its request wrapper hides the
+// NopCloser from its own unwrapping). A chunked body is copied through user
+// space, chunk by chunk, by both.
+
+// fileBody returns the file a request body is, itself or inside
+// io.NopCloser; nil for any other body.
+func fileBody(body io.Reader) *os.File {
+	switch b := body.(type) {
+	case *os.File:
+		return b
+	case nil:
+		return nil
+	}
+	if inner, ok := unwrapNopCloser(body); ok {
+		f, _ := inner.(*os.File)
+		return f
+	}
+	return nil
+}
+
+// kernelCopyFile returns the file o's body is when the connection can take
+// it through its ReadFrom (not TLS), nil otherwise. Only a body not known to
+// be in memory (streamBody) is looked at, so the common small body costs
+// nothing here.
+func (pc *h1Conn) kernelCopyFile(o *outgoing) *os.File {
+	if !o.streamBody {
+		return nil
+	}
+	if _, ok := pc.conn.(io.ReaderFrom); !ok {
+		return nil
+	}
+	return fileBody(o.body)
+}
+
+// copyFileBody sends n bytes of f (fewer if it ends first) through the
+// connection's ReadFrom once what is buffered is flushed. It is used only
+// when the connection has a ReadFrom (not TLS). The body's own errors keep
+// their requestBodyReadError tag, whichever way ReadFrom copies it, and
+// come back untagged of the connection's wrapping (*net.OpError "readfrom")
+// as the caller's error, as a copy through copyBody returns them; an error
+// of sendfile itself is the connection's (the socket's errors are what
+// sendfile reports in practice; a read error of the file there cannot be
+// told apart).
+func (pc *h1Conn) copyFileBody(f *os.File, n int64) (int64, error) {
+	if err := pc.bw.Flush(); err != nil {
+		return 0, err
+	}
+	lr := &io.LimitedReader{R: fileBodyReader{f}, N: n}
+	written, err := pc.bw.ReadFrom(lr)
+	var bre requestBodyReadError
+	if err != nil && errors.As(err, &bre) {
+		return written, bre
+	}
+	return written, err
+}
+
+// fileBodyReader is a file request body as the connection's ReadFrom sees
+// it: sendfile finds the file's descriptor through SyscallConn (the net
+// package takes any syscall.Conn), and a copy through user space (a file
+// sendfile refuses, such as a pipe) reads it through Read, whose errors are
+// tagged as the body's.
+type fileBodyReader struct{ f *os.File }
+
+func (r fileBodyReader) Read(p []byte) (int, error) {
+	n, err := r.f.Read(p)
+	if err != nil && err != io.EOF {
+		err = requestBodyReadError{err}
+	}
+	return n, err
+}
+
+func (r fileBodyReader) SyscallConn() (syscall.RawConn, error) { return r.f.SyscallConn() }
