@@ -224,9 +224,6 @@ func (pc *h1Conn) finish(reusable bool) {
 	pc.abortErr = nil
 	pc.abortMu.Unlock()
 
-	if pc.writing && !pc.writeDone() {
-		reusable = false
-	}
 	if pc.br.Buffered() > 0 {
 		// Bytes past the end of the response (a body on a HEAD or 204
 		// answer, more than Content-Length) are no answer to the next
@@ -234,9 +231,19 @@ func (pc *h1Conn) finish(reusable bool) {
 		// while idle.
 		reusable = false
 	}
+	keep := reusable && !aborted && !pc.closeAfter && !pc.closed
+	if pc.writing {
+		// Only a connection that would be kept waits for the writer, as
+		// in net/http; one that closes anyway stops it at once.
+		if keep {
+			keep = pc.writeDone()
+		} else {
+			pc.stopWriter()
+		}
+	}
 	trace := pc.trace
 	pc.req, pc.trace = nil, nil
-	if !reusable || aborted || pc.closeAfter || pc.closed {
+	if !keep {
 		pc.closeAndRelease()
 		return
 	}
@@ -292,7 +299,7 @@ const maxWriteWait = 50 * time.Millisecond
 // writeDone reports whether the asynchronous body write has finished
 // successfully. The writer has usually written everything by the time the
 // whole response arrived, so it first gets one chance to be scheduled, then
-// up to maxWriteWait.
+// up to maxWriteWait. When it gives up, the writer is stopped.
 func (pc *h1Conn) writeDone() bool {
 	select {
 	case err := <-pc.writeRes:
@@ -307,6 +314,9 @@ func (pc *h1Conn) writeDone() bool {
 		return err == nil
 	default:
 	}
+	if hook := pc.t.writeWaited; hook != nil {
+		hook()
+	}
 	wait := time.NewTimer(maxWriteWait)
 	defer wait.Stop()
 	select {
@@ -315,12 +325,23 @@ func (pc *h1Conn) writeDone() bool {
 		return err == nil
 	case <-wait.C:
 	}
-	// Still writing (a body the server did not wait for): the connection
-	// closes; closing the body unblocks a writer waiting on the caller.
+	pc.stopWriter()
+	return false
+}
+
+// stopWriter ends a body write the connection will not wait for (a body
+// the server did not wait for): the connection is closed after it, and
+// closing the body unblocks a writer waiting on the caller.
+func (pc *h1Conn) stopWriter() {
+	select {
+	case <-pc.writeRes:
+		pc.writing = false // it had finished
+		return
+	default:
+	}
 	if pc.asyncBody != nil {
 		pc.closeReqBody(pc.asyncBody)
 	}
-	return false
 }
 
 var errTooManyIdle = errors.New("http: putIdleConn: too many idle connections for host")

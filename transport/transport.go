@@ -193,8 +193,11 @@ type Transport struct {
 	// connection since; an HTTP/1.1 connection that would go idle is closed
 	// instead (net/http's closeIdle; h1Conn.finish, getConn).
 	closeIdle atomic.Bool
-	drainTime time.Duration  // drain window (drain.go); zero means maxDrainTime, tests lengthen it
-	stats     transportStats // request-path counters behind Stats (stats.go)
+	drainTime time.Duration // drain window (drain.go); zero means maxDrainTime, tests lengthen it
+	// writeWaited, when set (tests), is called each time the end of an
+	// HTTP/1.1 response waits for the request body's writer (writeDone).
+	writeWaited func()
+	stats       transportStats // request-path counters behind Stats (stats.go)
 }
 
 // New returns a Transport with http.DefaultTransport's settings:
