@@ -18,7 +18,9 @@ import (
 // (fc1c86f): the hooks of two nested caller traces still fire once each,
 // as with net/http, and the header timer still starts when the caller has
 // a WroteRequest of its own (a server that never answers fails the request
-// with the header timeout instead of hanging until the hang guard).
+// with the header timeout instead of hanging until the hang guard). The
+// body's writer may report WroteRequest after the answer was read (it ran
+// once under load in the full suite), so the check waits for both.
 func TestReview8LeadH3HeaderTimeoutKeepsCallerHooks(t *testing.T) {
 	stall := make(chan struct{})
 	t.Cleanup(func() { close(stall) })
@@ -30,18 +32,26 @@ func TestReview8LeadH3HeaderTimeoutKeepsCallerHooks(t *testing.T) {
 			}
 			return
 		}
+		io.ReadAll(r.Body) // the whole body is sent before the answer
 		io.WriteString(w, "ok")
 	}), func(tr *http.Transport) { tr.ResponseHeaderTimeout = 300 * time.Millisecond })
 
 	var mu sync.Mutex // guards counts
 	counts := map[string]int{}
+	wrote := make(chan string, 4) // each trace's WroteRequest
 	add := func(s string) { mu.Lock(); counts[s]++; mu.Unlock() }
 	traced := func(ctx context.Context, tag string) context.Context {
 		return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-			GetConn:              func(string) { add(tag + "GetConn") },
-			GotConn:              func(httptrace.GotConnInfo) { add(tag + "GotConn") },
-			WroteHeaders:         func() { add(tag + "WroteHeaders") },
-			WroteRequest:         func(httptrace.WroteRequestInfo) { add(tag + "WroteRequest") },
+			GetConn:      func(string) { add(tag + "GetConn") },
+			GotConn:      func(httptrace.GotConnInfo) { add(tag + "GotConn") },
+			WroteHeaders: func() { add(tag + "WroteHeaders") },
+			WroteRequest: func(httptrace.WroteRequestInfo) {
+				add(tag + "WroteRequest")
+				select {
+				case wrote <- tag:
+				default:
+				}
+			},
 			GotFirstResponseByte: func() { add(tag + "GotFirstResponseByte") },
 		})
 	}
@@ -53,6 +63,9 @@ func TestReview8LeadH3HeaderTimeoutKeepsCallerHooks(t *testing.T) {
 			mu.Lock()
 			clear(counts)
 			mu.Unlock()
+			for len(wrote) > 0 {
+				<-wrote
+			}
 			ctx := traced(traced(context.Background(), "outer."), "inner.")
 			req, err := http.NewRequestWithContext(ctx, "POST", tw.url+"/ok", strings.NewReader("body"))
 			if err != nil {
@@ -67,6 +80,14 @@ func TestReview8LeadH3HeaderTimeoutKeepsCallerHooks(t *testing.T) {
 			resp.Body.Close()
 			if rt.name == "ferry" && tw.sent.Load() == before {
 				t.Fatal("not sent over HTTP/3")
+			}
+			// The body's writer may report after the answer was read.
+			for range 2 {
+				select {
+				case <-wrote:
+				case <-time.After(10 * time.Second):
+					t.Fatal("a caller's WroteRequest did not fire within 10 s")
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
