@@ -160,11 +160,14 @@ func asksToClose(req *http.Request) bool {
 // Go 1.27 and later x/net passes on net/http's http.NoBody instead.
 var xnetNoBody = struct{ pkg, name string }{"golang.org/x/net/http2", "noBodyReader"}
 
-// bodyTypes remembers the two body types x/net returns (its empty body and
-// its stream body) once seen, so that telling them apart is one comparison
-// of type descriptors: comparing the type's name and package costs about
-// 100 ns per response. Each holds a reflect.Type (an interface holding a
-// pointer, so storing it allocates nothing).
+// bodyTypes remembers x/net's empty body type and the last other x/net
+// body type seen (its stream body, or missingBody), so that telling them
+// apart is one comparison of type descriptors: comparing the type's name
+// and package costs about 100 ns per response. x/net's *gzipReader has no
+// package path and is always checked by name; with Go 1.27, where x/net
+// hands on net/http's bodies, nothing is remembered. Each holds a
+// reflect.Type (an interface holding a pointer, so storing it allocates
+// nothing). A slot only ever holds the verdict just computed for its type.
 var bodyTypes struct {
 	empty, stream atomic.Value
 }
@@ -187,7 +190,7 @@ func isEmptyBody(b io.ReadCloser) bool {
 	if empty {
 		bodyTypes.empty.Store(t)
 	} else if t.PkgPath() == xnetNoBody.pkg {
-		bodyTypes.stream.Store(t) // x/net's only other body type
+		bodyTypes.stream.Store(t)
 	}
 	return empty
 }
