@@ -64,7 +64,9 @@
 // lower-cased for the pool, so "Example.COM" and "example.com" share
 // connections (net/http keeps one pool per spelling); the name ferry
 // resolves and dials, and shows in DNSStart, dial errors and the TLS
-// ServerName, is that lower-cased one.
+// ServerName, is that lower-cased one. An *os.File request body with a
+// known length goes out with sendfile over plain TCP, as in net/http, and
+// also when it is inside io.NopCloser (net/http copies that one).
 //
 // # HTTP/2
 //
