@@ -1,0 +1,67 @@
+package transport
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+)
+
+// TestReview8BodyClosedByTransportNotCallers: a request body that is a
+// file copied through user space (here hidden from sendfile behind a
+// plain reader, closed through the file itself) to a server that resets
+// the connection after the head. On the failure the transport closes the
+// request body while its writer is still copying; the writer's next Read
+// then fails with the file's "file already closed", which ferry tags as
+// the caller's body failing and, in about a third of runs here, returns
+// from RoundTrip instead of the connection's error. net/http returned the
+// connection's error in every run. (Found while mutation-testing 826fd4b:
+// without sendfile the *os.File body of TestReqBody8FileBodyErrors
+// /reset-while-sending hit it.) Fix: a body Read error after the
+// transport itself closed the body (pc.reqBodyClosed set by anyone but the
+// writer) is not the caller's: writeBodyAsync should leave callerSide
+// false then, so the connection's error stays the request's.
+func TestReview8BodyClosedByTransportNotCallers(t *testing.T) {
+	t.Skip("review8: after a connection failure the transport closes a file request body mid-copy and the writer's resulting 'file already closed' is returned as the caller's body error (about 1 run in 3); net/http returns the connection's error")
+	big := sparseFile(t, 64<<20)
+	for _, impl := range []string{"nethttp", "ferry"} {
+		for i := 0; i < 20; i++ {
+			srv := startRawServer(t, func(c *rawConn) {
+				if _, err := http.ReadRequest(c.br); err == nil {
+					c.Conn.(*net.TCPConn).SetLinger(0)
+				}
+			})
+			var rt http.RoundTripper = &http.Transport{}
+			if impl == "ferry" {
+				rt = &Transport{}
+			}
+			f, err := os.Open(big)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := struct {
+				io.Reader
+				io.Closer
+			}{ledgerBody{f}, f}
+			req, err := http.NewRequest("PUT", srv.URL, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.ContentLength = 64 << 20
+			resp, err := rt.RoundTrip(req)
+			f.Close()
+			closeIdle(rt)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("%s: RoundTrip succeeded on a reset connection", impl)
+			}
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				t.Fatalf("%s, run %d: error %v: the transport's own close of the body returned as the caller's error", impl, i, err)
+			}
+		}
+	}
+}
