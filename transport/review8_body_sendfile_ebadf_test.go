@@ -1,0 +1,68 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// TestReview8BodyFileUnreadableNoHang: a file body sendfile cannot read
+// (opened write-only: sendfile fails with EBADF before sending a byte)
+// to a server that waits for the body. net/http returns sendfile's error
+// at once (every error of its body copy is the body's). Since 826fd4b
+// ferry takes any sendfile error for the connection's, and a writer error
+// on the connection's side does not end the exchange: the socket is
+// fine, the server waits for the body, and RoundTrip waits for an answer
+// until the caller's context ends. Before 826fd4b the file was read
+// through user space and its Read error (EBADF) ended the request as the
+// caller's. (An I/O error of the file during sendfile, EIO, goes the same
+// way.) Fix: in copyFileBody, return an error sendfile reports
+// (*os.SyscallError with Syscall "sendfile") as the body's
+// (requestBodyReadError), as net/http does; or, more generally, have a
+// connection-side error of the body writer end the exchange (net/http's
+// writeLoop closes the connection on any write error) once a short wait
+// for an early answer is over.
+func TestReview8BodyFileUnreadableNoHang(t *testing.T) {
+	t.Skip("review8: a file body sendfile cannot read (EBADF, EIO) is taken for a connection error and RoundTrip waits for an answer the server can only give after the body, until the context ends; net/http returns the error at once")
+	path := filepath.Join(t.TempDir(), "write-only")
+	if err := os.WriteFile(path, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, impl := range []string{"nethttp", "ferry"} {
+		t.Run(impl, func(t *testing.T) {
+			srv := startRawServer(t, hashingScript)
+			var rt http.RoundTripper = &http.Transport{}
+			if impl == "ferry" {
+				rt = &Transport{}
+			}
+			defer closeIdle(rt)
+			f, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), reqBody8Hang)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, "PUT", srv.URL, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.ContentLength = 5
+			resp, err := rt.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatal("RoundTrip succeeded with an unreadable body")
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("RoundTrip waited until the hang guard: %v", err)
+			}
+			if !errors.Is(err, syscall.EBADF) {
+				t.Errorf("error %v, want the file's EBADF", err)
+			}
+		})
+	}
+}
