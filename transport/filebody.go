@@ -50,19 +50,26 @@ func (pc *h1Conn) kernelCopyFile(o *outgoing) *os.File {
 // when the connection has a ReadFrom (not TLS). The body's own errors keep
 // their requestBodyReadError tag, whichever way ReadFrom copies it, and
 // come back untagged of the connection's wrapping (*net.OpError "readfrom")
-// as the caller's error, as a copy through copyBody returns them; an error
-// of sendfile itself is the connection's (the socket's errors are what
-// sendfile reports in practice; a read error of the file there cannot be
-// told apart).
+// as the caller's error, as a copy through copyBody returns them. An error
+// of the sendfile call itself is taken as the body's too, as net/http
+// takes every error of its body copy: it cannot be told apart from a read
+// error of the file (EBADF, EIO), and taking that for the connection's left
+// RoundTrip waiting for an answer the server could only give after the
+// body (TestReview8BodyFileUnreadableNoHang).
 func (pc *h1Conn) copyFileBody(f *os.File, n int64) (int64, error) {
 	if err := pc.bw.Flush(); err != nil {
 		return 0, err
 	}
 	lr := &io.LimitedReader{R: fileBodyReader{f}, N: n}
 	written, err := pc.bw.ReadFrom(lr)
-	var bre requestBodyReadError
-	if err != nil && errors.As(err, &bre) {
+	if err == nil {
+		return written, nil
+	}
+	if bre, ok := errors.AsType[requestBodyReadError](err); ok {
 		return written, bre
+	}
+	if se, ok := errors.AsType[*os.SyscallError](err); ok && se.Syscall == "sendfile" {
+		return written, requestBodyReadError{err}
 	}
 	return written, err
 }

@@ -13,21 +13,13 @@ import (
 // TestReview8BodyFileUnreadableNoHang: a file body sendfile cannot read
 // (opened write-only: sendfile fails with EBADF before sending a byte)
 // to a server that waits for the body. net/http returns sendfile's error
-// at once (every error of its body copy is the body's). Since 826fd4b
-// ferry takes any sendfile error for the connection's, and a writer error
-// on the connection's side does not end the exchange: the socket is
-// fine, the server waits for the body, and RoundTrip waits for an answer
-// until the caller's context ends. Before 826fd4b the file was read
-// through user space and its Read error (EBADF) ended the request as the
-// caller's. (An I/O error of the file during sendfile, EIO, goes the same
-// way.) Fix: in copyFileBody, return an error sendfile reports
-// (*os.SyscallError with Syscall "sendfile") as the body's
-// (requestBodyReadError), as net/http does; or, more generally, have a
-// connection-side error of the body writer end the exchange (net/http's
-// writeLoop closes the connection on any write error) once a short wait
-// for an early answer is over.
+// at once (every error of its body copy is the body's). After 826fd4b
+// ferry took any sendfile error for the connection's, and a writer error
+// on the connection's side does not end the exchange: the socket was
+// fine, the server waited for the body, and RoundTrip waited for an
+// answer until the caller's context ended. copyFileBody now returns an
+// error of the sendfile call as the body's, as net/http does.
 func TestReview8BodyFileUnreadableNoHang(t *testing.T) {
-	t.Skip("review8: a file body sendfile cannot read (EBADF, EIO) is taken for a connection error and RoundTrip waits for an answer the server can only give after the body, until the context ends; net/http returns the error at once")
 	path := filepath.Join(t.TempDir(), "write-only")
 	if err := os.WriteFile(path, []byte("hello"), 0o600); err != nil {
 		t.Fatal(err)
