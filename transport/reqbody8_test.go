@@ -22,6 +22,33 @@ import (
 // reqBody8Hang bounds a wait that only a defect makes long.
 const reqBody8Hang = 10 * time.Second
 
+// roundTripGuarded runs rt.RoundTrip(req) and waits for it up to
+// reqBody8Hang. If it has not returned by then, unblock is called (it must
+// make RoundTrip return, e.g. by failing the body's producer), a response
+// that still came is closed, and hung is true.
+func roundTripGuarded(rt http.RoundTripper, req *http.Request, unblock func()) (resp *http.Response, hung bool, err error) {
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := rt.RoundTrip(req)
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		return r.resp, false, r.err
+	case <-time.After(reqBody8Hang):
+		unblock()
+		r := <-done
+		if r.err == nil {
+			r.resp.Body.Close()
+		}
+		return nil, true, r.err
+	}
+}
+
 // answerBeforeBody answers each request as soon as its head is read, then
 // reads its body and reports it on bodies.
 func answerBeforeBody(bodies chan<- string) func(c *rawConn) {
@@ -112,29 +139,13 @@ func earlyAnswerRun(t *testing.T, impl string, pb producedBody) string {
 	}
 	req.ContentLength = 5
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("hello")), nil }
-	type result struct {
-		resp *http.Response
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := rt.RoundTrip(req)
-		done <- result{resp, err}
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(reqBody8Hang):
-		pb.fail()
-		r = <-done
-		if r.err == nil {
-			r.resp.Body.Close()
-		}
+	resp, hung, err := roundTripGuarded(rt, req, pb.fail)
+	if hung {
 		t.Fatalf("%s: RoundTrip did not return before the body's bytes were produced (body written before the response was read)", impl)
 	}
-	if r.err != nil {
+	if err != nil {
 		pb.fail()
-		return "error: " + r.err.Error()
+		return "error: " + err.Error()
 	}
 	// The body goes out before the response is read to its end: a body
 	// still being written then is cut short by both transports (ferry at
@@ -145,12 +156,12 @@ func earlyAnswerRun(t *testing.T, impl string, pb producedBody) string {
 	case s := <-bodies:
 		out = "server read " + s
 	case <-time.After(reqBody8Hang):
-		r.resp.Body.Close()
+		resp.Body.Close()
 		t.Fatalf("%s: the server never got the body", impl)
 	}
-	b, err := io.ReadAll(r.resp.Body)
-	r.resp.Body.Close()
-	return out + fmt.Sprintf("; status %d body %q err %v", r.resp.StatusCode, b, err)
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return out + fmt.Sprintf("; status %d body %q err %v", resp.StatusCode, b, err)
 }
 
 // ledgerBody is a request body that is not in memory as far as any

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // smallBufferControl sets a socket's send and receive buffers to 4 KiB
@@ -121,35 +120,19 @@ func inlineSmallBufferRun(t *testing.T, impl string, size int, getBody bool) str
 	if !getBody {
 		req.GetBody = nil
 	}
-	type result struct {
-		resp *http.Response
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := rt.RoundTrip(req)
-		done <- result{resp, err}
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(reqBody8Hang):
-		close(release)
-		r = <-done
-		if r.err == nil {
-			r.resp.Body.Close()
-		}
+	resp, hung, err := roundTripGuarded(rt, req, func() { close(release) })
+	if hung {
 		<-bodyLen
 		return "RoundTrip blocked writing the body until the server read it"
 	}
 	close(release)
-	if r.err != nil {
+	if err != nil {
 		<-bodyLen
-		return "error: " + r.err.Error()
+		return "error: " + err.Error()
 	}
-	io.ReadAll(r.resp.Body)
-	r.resp.Body.Close()
-	return fmt.Sprintf("status %d; %s", r.resp.StatusCode, <-bodyLen)
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return fmt.Sprintf("status %d; %s", resp.StatusCode, <-bodyLen)
 }
 
 // errSuffix is err in parentheses after a space, or nothing for nil.

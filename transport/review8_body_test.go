@@ -232,29 +232,13 @@ func retryGetBodyStreamRun(t *testing.T, impl string, firstSize int) string {
 		getBodies++
 		return pr, nil
 	}
-	type result struct {
-		resp *http.Response
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := rt.RoundTrip(req)
-		done <- result{resp, err}
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(reqBody8Hang):
-		pw.CloseWithError(errors.New("review8: hang guard"))
-		r = <-done
-		if r.err == nil {
-			r.resp.Body.Close()
-		}
+	resp, hung, err := roundTripGuarded(rt, req, func() { pw.CloseWithError(errors.New("review8: hang guard")) })
+	if hung {
 		t.Fatalf("%s: the retry wrote GetBody's stream before reading the response", impl)
 	}
-	if r.err != nil {
+	if err != nil {
 		pw.CloseWithError(errors.New("review8: request failed"))
-		return "error: " + r.err.Error()
+		return "error: " + err.Error()
 	}
 	// The retry's body has as many bytes as declared; produced now.
 	go func() {
@@ -268,13 +252,13 @@ func retryGetBodyStreamRun(t *testing.T, impl string, firstSize int) string {
 	case s := <-bodies:
 		out = fmt.Sprintf("server read %d bytes", len(s))
 	case <-time.After(reqBody8Hang):
-		r.resp.Body.Close()
+		resp.Body.Close()
 		t.Fatalf("%s: the server never got the retry's body", impl)
 	}
-	b, err := io.ReadAll(r.resp.Body)
-	r.resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
 	return out + fmt.Sprintf("; status %d body %q err %v; GetBody calls %d; connections %d",
-		r.resp.StatusCode, b, err, getBodies, srv.connCount())
+		resp.StatusCode, b, err, getBodies, srv.connCount())
 }
 
 // lenWriterToPipe is a stream with the methods of the readers known to be
