@@ -22,6 +22,7 @@ func (pc *h1Conn) exchangeAsync(o *outgoing, hs *headState) (*http.Response, err
 	// (the caller's body error or a broken connection) when it came first.
 	pc.abortMu.Lock()
 	werr := pc.asyncWriteErr
+	pc.bodyStopped = true
 	pc.abortMu.Unlock()
 	pc.interruptIO()
 	pc.closeReqBody(o.body)
@@ -45,6 +46,7 @@ func (pc *h1Conn) startAsyncWrite(o *outgoing) {
 	gen := pc.gen
 	pc.headPending = true
 	pc.asyncWriteErr = nil
+	pc.bodyStopped = false
 	pc.abortMu.Unlock()
 	pc.writing = true
 	pc.asyncBody = o.body
@@ -73,11 +75,13 @@ func (pc *h1Conn) writeBodyAsync(o *outgoing, gen uint64) {
 	pc.abortMu.Lock()
 	if err != nil {
 		pc.asyncWriteErr = err
-		if callerSide && gen == pc.gen && pc.abortErr == nil {
+		if callerSide && gen == pc.gen && pc.abortErr == nil && !pc.bodyStopped {
 			// The caller's body failed: that error ends the request (the
 			// server may wait for the rest of the body forever). A failed
 			// Read is returned as is; a failed Close or a wrong length
-			// as net/http reports them, on a connection it closes.
+			// as net/http reports them, on a connection it closes. Not
+			// when the exchange had already failed and closed the body
+			// under the writer (bodyStopped): that Read error is ours.
 			if bre, ok := err.(requestBodyReadError); ok {
 				pc.abortErr = bre.err
 			} else {

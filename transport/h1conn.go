@@ -47,6 +47,9 @@ type h1Conn struct {
 	headPending   bool  // the response head is still awaited
 	writerDL      bool  // the writer armed ResponseHeaderTimeout
 	asyncWriteErr error // the writer's failure, if any
+	// bodyStopped: the exchange failed and closes the request body under
+	// the writer; a Read error of the body after that is not the caller's.
+	bodyStopped bool
 
 	// The request in flight (owned by its goroutine).
 	req        *http.Request
