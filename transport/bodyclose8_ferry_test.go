@@ -17,34 +17,8 @@ import (
 // applied (1a054dc): the request goes to another connection with its body
 // untouched, and that body is closed once.
 func TestBodyClose8SharedConnDiesBeforeOptions(t *testing.T) {
-	srv := startH2Server(t, h2ServerKind{tlsH2: true}, static(hello), h3Cert(t))
-	tr := newH3Transport(t, func(tr *Transport) { tr.ForceAttemptHTTP2 = true })
-	if _, _, err := sockOptGet(t, tr, srv.URL, nil, TOS(0x10)); err != nil {
-		t.Fatal(err)
-	}
-	killed := 0
-	testHookSharedOptions = func(sc sharedConn) {
-		if killed > 0 {
-			return
-		}
-		killed++
-		sc.(*h2Shared).sock.conn.Close()
-		for deadline := time.Now().Add(10 * time.Second); sc.Usable(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Error("the connection still usable 10 s after its socket closed")
-				return
-			}
-		}
-	}
-	t.Cleanup(func() { testHookSharedOptions = nil })
 	l := newProbeLedger(func() *probeBody { return newProbeBody("hello", probeEOF) })
-	resp, _, err := sockOptGet(t, tr, srv.URL, l.body(), TOS(0x10))
-	if err != nil {
-		t.Fatalf("request on a connection that died before its options: %v", err)
-	}
-	if killed != 1 || resp.Proto != "HTTP/2.0" {
-		t.Fatalf("hook ran %d times, proto %s; want 1, HTTP/2.0", killed, resp.Proto)
-	}
+	tr := getOnConnDyingBeforeOptions(t, l.body(), TOS(0x10))
 	tr.CloseIdleConnections()
 	waitFor(t, func() bool { return l.final() == "bodies 1; closes 1" })
 	if got := l.final(); got != "bodies 1; closes 1" {

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -100,19 +99,7 @@ func TestBodyClose8H2(t *testing.T) {
 				} else {
 					rt, u = h2TLSClient(t, impl), startTLSProto(t, tc.handler, true)
 				}
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				first := l.body()
-				if tc.cancelAfterRead {
-					go func() {
-						select {
-						case <-first.read:
-							cancel()
-						case <-ctx.Done():
-						}
-					}()
-				}
-				out := sendProbe(t, rt, ctx, u, l, first, tc.cl, tc.getBody)
+				out := sendProbe(t, rt, u, l, tc.cl, tc.getBody, tc.cancelAfterRead)
 				if tc.errKindOnly {
 					out = errorKindOnly(out)
 				}

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -122,19 +121,7 @@ func TestBodyClose8H3(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := compareCloses(t, [2]string{"quicgo", "ferry"}, tc.body, func(t *testing.T, impl string, l *probeLedger) string {
 				rt, u := h3Closer(t, impl, warmOr(tc.handler))
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				first := l.body()
-				if tc.cancelAfterRead {
-					go func() {
-						select {
-						case <-first.read:
-							cancel()
-						case <-ctx.Done():
-						}
-					}()
-				}
-				out := sendProbe(t, rt, ctx, u, l, first, tc.cl, tc.getBody)
+				out := sendProbe(t, rt, u, l, tc.cl, tc.getBody, tc.cancelAfterRead)
 				if tc.countsOnly {
 					return "-"
 				}

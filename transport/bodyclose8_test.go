@@ -203,11 +203,24 @@ func outcomeOf(resp *http.Response, err error) string {
 	return s
 }
 
-// sendProbe sends a POST of first (l's first body) to u through rt (with
-// GetBody when getBody), records the counts at return, and describes the
-// outcome.
-func sendProbe(t *testing.T, rt http.RoundTripper, ctx context.Context, u string, l *probeLedger, first *probeBody, cl int64, getBody bool) string {
+// sendProbe sends a POST of l's first body to u through rt (with GetBody
+// when getBody; the request's context cancelled as soon as the body is
+// first read when cancelAfterRead), records the counts at return, and
+// describes the outcome.
+func sendProbe(t *testing.T, rt http.RoundTripper, u string, l *probeLedger, cl int64, getBody, cancelAfterRead bool) string {
 	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := l.body()
+	if cancelAfterRead {
+		go func() {
+			select {
+			case <-first.read:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	req, err := http.NewRequestWithContext(ctx, "POST", u, first)
 	if err != nil {
 		t.Fatal(err)

@@ -124,10 +124,7 @@ func TestReqBody8SendfileChild(t *testing.T) {
 	impl, framing, _ := strings.Cut(scenario, "/")
 	path, sum := writeBodyFile(t, reqBody8FileSize)
 	srv := hashingServer(t, nil)
-	var rt http.RoundTripper = &http.Transport{}
-	if impl == "ferry" {
-		rt = &Transport{}
-	}
+	rt := zeroClient(impl)
 	defer closeIdle(rt)
 	sendFileBody(t, rt, srv.URL, path, sum, framing)
 }
@@ -314,10 +311,7 @@ func TestReqBody8FileBodyErrors(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) {
 			for _, impl := range []string{"nethttp", "ferry"} {
 				srv := startRawServer(t, row.script)
-				var rt http.RoundTripper = &http.Transport{}
-				if impl == "ferry" {
-					rt = &Transport{}
-				}
+				rt := zeroClient(impl)
 				// Hang guard: a body error taken for the connection's
 				// leaves the request waiting for an answer that needs
 				// the rest of the body.
@@ -360,10 +354,7 @@ func TestReqBody8FileBodyCancelDuringSendfile(t *testing.T) {
 			close(headRead)
 			<-c.s.close // reads nothing more
 		})
-		var rt http.RoundTripper = &http.Transport{}
-		if impl == "ferry" {
-			rt = &Transport{}
-		}
+		rt := zeroClient(impl)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- putFile(t, rt, ctx, srv.URL, big, 64<<20) }()

@@ -22,6 +22,15 @@ import (
 // reqBody8Hang bounds a wait that only a defect makes long.
 const reqBody8Hang = 10 * time.Second
 
+// zeroClient is the zero-value transport of impl ("nethttp" or "ferry"),
+// the two clients the request-body tests run side by side.
+func zeroClient(impl string) http.RoundTripper {
+	if impl == "ferry" {
+		return &Transport{}
+	}
+	return &http.Transport{}
+}
+
 // roundTripGuarded runs rt.RoundTrip(req) and waits for it up to
 // reqBody8Hang. If it has not returned by then, unblock is called (it must
 // make RoundTrip return, e.g. by failing the body's producer), a response
@@ -128,10 +137,7 @@ func TestReqBody8EarlyAnswerStreamingBody(t *testing.T) {
 func earlyAnswerRun(t *testing.T, impl string, pb producedBody) string {
 	bodies := make(chan string, 4)
 	srv := startRawServer(t, answerBeforeBody(bodies))
-	var rt http.RoundTripper = &http.Transport{}
-	if impl == "ferry" {
-		rt = &Transport{}
-	}
+	rt := zeroClient(impl)
 	defer closeIdle(rt)
 	req, err := http.NewRequest("POST", srv.URL+"/duplex", pb.body)
 	if err != nil {
@@ -217,10 +223,7 @@ func TestReqBody8RetryAfterDrop(t *testing.T) {
 
 func retryAfterDropRun(t *testing.T, impl, method string, inMemory bool) string {
 	srv := startRawServer(t, closeAfterSecond)
-	var rt http.RoundTripper = &http.Transport{}
-	if impl == "ferry" {
-		rt = &Transport{}
-	}
+	rt := zeroClient(impl)
 	defer closeIdle(rt)
 	resp, err := rt.RoundTrip(newReq(t, "GET", srv.URL+"/first", nil))
 	if err != nil {

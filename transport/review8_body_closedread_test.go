@@ -30,10 +30,7 @@ func TestReview8BodyClosedByTransportNotCallers(t *testing.T) {
 					c.Conn.(*net.TCPConn).SetLinger(0)
 				}
 			})
-			var rt http.RoundTripper = &http.Transport{}
-			if impl == "ferry" {
-				rt = &Transport{}
-			}
+			rt := zeroClient(impl)
 			f, err := os.Open(big)
 			if err != nil {
 				t.Fatal(err)

@@ -27,10 +27,7 @@ func TestReview8BodyFileUnreadableNoHang(t *testing.T) {
 	for _, impl := range []string{"nethttp", "ferry"} {
 		t.Run(impl, func(t *testing.T) {
 			srv := startRawServer(t, hashingScript)
-			var rt http.RoundTripper = &http.Transport{}
-			if impl == "ferry" {
-				rt = &Transport{}
-			}
+			rt := zeroClient(impl)
 			defer closeIdle(rt)
 			f, err := os.OpenFile(path, os.O_WRONLY, 0)
 			if err != nil {

@@ -58,20 +58,9 @@ func TestReview8BodyFileLongerThanLength(t *testing.T) {
 			t.Run(framing+"/"+impl, func(t *testing.T) {
 				report := make(chan string, 1)
 				srv := startRawServer(t, countAfterBody(report))
-				var rt http.RoundTripper = &http.Transport{}
-				if impl == "ferry" {
-					rt = &Transport{}
-				}
+				rt := zeroClient(impl)
 				defer closeIdle(rt)
-				f, err := os.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				var body io.Reader = f
-				if framing != "file" {
-					body = io.NopCloser(f)
-				}
+				_, body := openFramedFile(t, path, framing)
 				ctx, cancel := context.WithTimeout(context.Background(), reqBody8Hang)
 				defer cancel()
 				req, err := http.NewRequestWithContext(ctx, "PUT", srv.URL, body)
@@ -117,22 +106,11 @@ func TestReview8BodyFileFromOffset(t *testing.T) {
 		for _, impl := range []string{"nethttp", "ferry"} {
 			t.Run(framing+"/"+impl, func(t *testing.T) {
 				srv := hashingServer(t, nil)
-				var rt http.RoundTripper = &http.Transport{}
-				if impl == "ferry" {
-					rt = &Transport{}
-				}
+				rt := zeroClient(impl)
 				defer closeIdle(rt)
-				f, err := os.Open(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
+				f, body := openFramedFile(t, path, framing)
 				if _, err := f.Seek(skip, io.SeekStart); err != nil {
 					t.Fatal(err)
-				}
-				var body io.Reader = f
-				if framing != "file" {
-					body = io.NopCloser(f)
 				}
 				req, err := http.NewRequest("PUT", srv.URL, body)
 				if err != nil {
@@ -206,10 +184,7 @@ func TestReview8BodyRetryGetBodyStream(t *testing.T) {
 func retryGetBodyStreamRun(t *testing.T, impl string, firstSize int) string {
 	bodies := make(chan string, 4)
 	srv := startRawServer(t, dropSecondThenAnswerEarly(bodies))
-	var rt http.RoundTripper = &http.Transport{}
-	if impl == "ferry" {
-		rt = &Transport{}
-	}
+	rt := zeroClient(impl)
 	defer closeIdle(rt)
 	resp, err := rt.RoundTrip(newReq(t, "GET", srv.URL+"/first", nil))
 	if err != nil {
@@ -288,4 +263,20 @@ func TestReview8BodyLenWriterToStream(t *testing.T) {
 	if got[0] != got[1] {
 		t.Errorf("net/http: %s\nferry:    %s", got[0], got[1])
 	}
+}
+
+// openFramedFile opens path as a request body framed as framing says: the
+// *os.File itself ("file") or inside io.NopCloser ("NopCloser(file)"). The
+// file is closed when t ends.
+func openFramedFile(t *testing.T, path, framing string) (*os.File, io.Reader) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if framing != "file" {
+		return f, io.NopCloser(f)
+	}
+	return f, f
 }
