@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/selfsigned"
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // A request body that is an *os.File goes to the connection's ReadFrom, so
@@ -171,10 +172,7 @@ func TestReqBody8FileBodySendfile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs child processes under strace")
 	}
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		t.Skip("strace is not installed (apt-get install strace): cannot count sendfile calls")
-	}
+	strace := testpeer.Binary(t, "strace", "strace") // counts the sendfile calls
 	for _, framing := range []string{"length", "NopCloser+length", "chunked"} {
 		t.Run(framing, func(t *testing.T) {
 			nethttp := tracedSendfileBytes(t, strace, "nethttp/"+framing)
