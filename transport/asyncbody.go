@@ -50,8 +50,15 @@ func (pc *h1Conn) startAsyncWrite(o *outgoing) {
 	pc.abortMu.Unlock()
 	pc.writing = true
 	pc.asyncBody = o.body
+	if hook := testHookAsyncWrite; hook != nil {
+		hook(pc)
+	}
 	go pc.writeBodyAsync(oc, gen)
 }
+
+// testHookAsyncWrite, when set by a test, is called each time a body
+// writer goroutine is started.
+var testHookAsyncWrite func(pc *h1Conn)
 
 func (pc *h1Conn) writeBodyAsync(o *outgoing, gen uint64) {
 	var callerSide bool

@@ -53,9 +53,11 @@ func (pc *h1Conn) roundTrip(o *outgoing) (*http.Response, error) {
 }
 
 func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
+	start := pc.nwrite
 	if err := writeRequestHead(pc.bw, o); err != nil {
 		return nil, err
 	}
+	pc.boundInline(o, start)
 	hs := headState{budget: pc.t.maxHeaderBytes()}
 	switch {
 	case o.body == nil && !o.expectContinue:

@@ -67,6 +67,12 @@ type h1Conn struct {
 	// once, as net/http closes it.
 	reqBodyClosed atomic.Bool
 	readDL        bool // a read deadline is set
+
+	// inlineMax is the most bytes (head and body) a request writes inline
+	// on this connection, from its socket's send buffer (inlinebound.go);
+	// read once, when inlineKnown is first set.
+	inlineMax   int64
+	inlineKnown bool
 }
 
 // aLongTimeAgo is a deadline in the past: setting it makes pending and

@@ -14,9 +14,10 @@ import (
 )
 
 // syncBodyLimit is the largest body written inline on the caller's
-// goroutine (known to be in memory: writesInline). Larger or streaming
-// bodies get a writer goroutine so a server that answers early cannot block
-// the write.
+// goroutine (known to be in memory: writesInline), when the connection's
+// socket certainly takes it with the head at once (h1Conn.inlineBound).
+// Larger or streaming bodies get a writer goroutine so a server that
+// answers early cannot block the write.
 const syncBodyLimit = 64 << 10
 
 // dialState is what one RoundTrip remembers across retries: the resolved
@@ -246,7 +247,9 @@ func (t *Transport) plan(req *http.Request, trace *httptrace.ClientTrace, o *out
 
 // writesInline reports whether o's body is written on the caller's
 // goroutine before the response is read: no body, or a small one with a
-// declared length and GetBody that is known to be in memory. Any other
+// declared length and GetBody that is known to be in memory (the HTTP/1.1
+// connection chosen then sends it to the body writer when its socket's
+// send buffer cannot certainly take it: h1Conn.boundInline). Any other
 // body, even one with GetBody, may be a stream whose producer waits for
 // the response (a bidirectional exchange): net/http writes every body on
 // its write goroutine while it reads the response, and so does ferry for

@@ -1,0 +1,125 @@
+package transport
+
+import (
+	"crypto/tls"
+	"net"
+	"syscall"
+)
+
+// The inline write of a small request body known to be in memory
+// (writesInline) happens on the caller's goroutine before the response is
+// read, so it must never block: a server may answer on the head and read
+// the body only after the client has the answer, and a blocked write would
+// then hang RoundTrip where net/http, which writes every body on its write
+// goroutine, returns the answer. A write to a socket does not block while
+// the kernel's send buffer can take it, so each connection writes inline
+// only what its socket's send buffer certainly holds; anything larger goes
+// to the body writer (asyncbody.go), as a body not in memory does.
+
+// maxTLSLayers is how many *tls.Conn layers (TLS to a proxy, then TLS to
+// the origin inside its tunnel) are unwrapped to reach the socket.
+const maxTLSLayers = 2
+
+// boundInline clears o.syncBody when the request's head (written into
+// pc.bw since pc.nwrite was start) and its body are more than pc's socket
+// certainly takes at once: the body writer then sends the body, and every
+// later use of syncBody in this attempt (Expect: 100-continue, the wait
+// for the writer in finish) sees it as any body not written inline. A
+// request without a body, or one not written inline anyway, costs a field
+// test. RoundTrip decides syncBody afresh (writesInline) for a body
+// replayed on another connection.
+func (pc *h1Conn) boundInline(o *outgoing, start int64) {
+	if !o.syncBody || o.body == nil {
+		return
+	}
+	if pc.nwrite-start+int64(pc.bw.Buffered())+o.contentLength > pc.inlineBound() {
+		o.syncBody = false
+	}
+}
+
+// inlineBound returns the most bytes (request head plus body) pc writes
+// inline, reading its socket's send buffer size on the first call only
+// (one getsockopt per connection; later calls cost a field load). A
+// connection whose socket cannot be reached (a custom DialContext's
+// net.Pipe or wrapper, or a platform without getsockopt) gets 0: every
+// body it carries goes to the body writer, as in net/http. pc is owned by
+// the goroutine running its request, so the cache needs no lock.
+func (pc *h1Conn) inlineBound() int64 {
+	if !pc.inlineKnown {
+		pc.inlineKnown = true
+		sndbuf, layers, ok := sendBufferOf(pc.conn)
+		if ok {
+			pc.inlineMax = inlineBoundFromSendBuffer(sndbuf, layers)
+		}
+		if hook := testHookInlineBound; hook != nil {
+			hook(pc, pc.inlineMax)
+		}
+	}
+	return pc.inlineMax
+}
+
+// testHookInlineBound, when set by a test, is called each time a
+// connection reads its socket's send buffer size (inlineBound's first
+// call), with the bound it derived.
+var testHookInlineBound func(pc *h1Conn, bound int64)
+
+// inlineBoundFromSendBuffer turns a send buffer size as getsockopt
+// SO_SNDBUF reports it into the bytes that can be written without
+// blocking, when the connection's tlsLayers TLS layers encrypt them.
+//
+// Linux doubles the value given to setsockopt(SO_SNDBUF) and reports the
+// doubled value; the second half is the kernel's allowance for its
+// bookkeeping, because the buffer is charged with each queued sk_buff's
+// truesize (payload plus struct sk_buff and skb_shared_info, about 0.8 KiB
+// per segment, and with small windows a segment holds only a few KiB of
+// payload). The kernel blocks a write only once the queued truesize reaches
+// the limit, and data the peer acknowledged (even if its application has
+// not read it) leaves the buffer, so a payload up to half the reported
+// value is taken at once by the socket of a connection with nothing left
+// queued (one request at a time: the previous request was answered). An
+// auto-tuned buffer (no SO_SNDBUF set) starts at twice the truesize of the
+// initial congestion window (about 85 KB for a 1460-byte MSS, megabytes
+// over loopback) and grows with the window; it shrinks only under
+// system-wide TCP memory pressure, down to what is queued. The value read
+// when the connection is first asked is kept. Other systems report the
+// size as set: half of it is a wider margin still.
+//
+// TLS adds a record header, an authentication tag and possibly an explicit
+// nonce or padding to each record; Go starts connections with records of
+// about one MSS (1.2 KiB of payload), for which that is under 5%: 1/16 is
+// taken off per TLS layer.
+func inlineBoundFromSendBuffer(sndbuf, tlsLayers int) int64 {
+	if sndbuf <= 0 {
+		return 0
+	}
+	b := int64(sndbuf) / 2
+	for range tlsLayers {
+		b -= b / 16
+	}
+	return b
+}
+
+// sendBufferOf returns the send buffer size of the socket under conn and
+// the number of TLS layers above it; ok is false when conn has no socket
+// ferry can reach (not a syscall.Conn once TLS is unwrapped).
+func sendBufferOf(conn net.Conn) (sndbuf, tlsLayers int, ok bool) {
+	raw := conn
+	for tlsLayers < maxTLSLayers {
+		tc, isTLS := raw.(*tls.Conn)
+		if !isTLS {
+			break
+		}
+		raw = tc.NetConn()
+		tlsLayers++
+	}
+	sc, isSock := raw.(syscall.Conn)
+	if !isSock {
+		return 0, 0, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, 0, false
+	}
+	sndbuf, ok = socketSendBuffer(rc)
+	return sndbuf, tlsLayers, ok
+}
