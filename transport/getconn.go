@@ -68,13 +68,16 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 		}
 		actx := ctx
 		var sw *slotWait
-		if w != nil {
-			actx = w.ctx
-		} else if t.MaxConnsPerHost > 0 {
-			// Acquire may wait for a slot: sw arms w only if it does.
+		if t.MaxConnsPerHost > 0 {
+			// Acquire may wait for a slot: sw arms w only if it does (w
+			// may be armed already, from an earlier wait), and lets the
+			// key's idle QUIC connections give their slots up once this
+			// request is queued (quicYieldSlot, maxconns9.go).
 			sw = slotWaits.Get().(*slotWait)
-			sw.Context, sw.t, sw.req = ctx, t, o.req
+			sw.Context, sw.t, sw.req, sw.key, sw.w = ctx, t, o.req, key, w
 			actx = sw
+		} else if w != nil {
+			actx = w.ctx
 		}
 		pc, idleFor, reused, err := t.pool.AcquireTurnHashed(actx, key, kh, tp)
 		if sw != nil {
@@ -191,11 +194,16 @@ func (t *Transport) dialHeld(w *connWait, key connKey, ds *dialState) (pc *h1Con
 // goroutine that outlives the recycling; do not hand one to anything else.
 // Once armed, Value is w.ctx's (so context.Cause sees w's cause); Deadline
 // stays the request's, which still ends the wait through the AfterFunc.
+//
+// Done also runs quicYieldSlot: by then the request is queued, so a QUIC
+// connection of its key that goes idle later sees it waiting
+// (maxconns9.go).
 type slotWait struct {
 	context.Context // the request's (Deadline, Value, and Err until armed)
 	t               *Transport
 	req             *http.Request
-	w               *connWait // armed by Done
+	key             connKey
+	w               *connWait // armed by Done, or by an earlier wait
 }
 
 var slotWaits = sync.Pool{New: func() any { return new(slotWait) }}
@@ -204,6 +212,7 @@ func (s *slotWait) Done() <-chan struct{} {
 	if s.w == nil {
 		s.w = s.t.armConnWait(s.Context, s.req)
 	}
+	s.t.quicYieldSlot(s.key)
 	return s.w.ctx.Done()
 }
 

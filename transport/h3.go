@@ -81,13 +81,23 @@ func (t *Transport) roundTripH3(req *http.Request, o *outgoing, key connKey) (re
 
 // h3Conn returns an HTTP/3 connection with a stream reserved for the
 // request, or nil when the request should use TCP. It fails only when the
-// request ended while it waited for the QUIC dial.
+// request ended while it waited for the QUIC dial (or, with
+// MaxConnsPerHost, for a QUIC stream or slot: h3ConnLimited).
 func (t *Transport) h3Conn(req *http.Request, o *outgoing, h *h3Client, hk h3Key, key connKey, alt altsvc.Alternative) (*h3conn.Conn, error) {
+	if t.MaxConnsPerHost > 0 {
+		return t.h3ConnLimited(req, o, h, hk, key)
+	}
+	return t.h3ConnOnce(req, o, h, hk, key, alt)
+}
+
+// h3ConnOnce is one look for an HTTP/3 connection: a pooled one, or the
+// QUIC dial in progress or started now, waited for up to its head start.
+func (t *Transport) h3ConnOnce(req *http.Request, o *outgoing, h *h3Client, hk h3Key, key connKey, alt altsvc.Alternative) (*h3conn.Conn, error) {
 	if s, ok := h.pool.GetShared(hk); ok {
 		return s.(*h3conn.Conn), nil
 	}
 	ev := newH3DialEvents(o.trace)
-	f, started := t.joinH3Flight(h, hk, alt, ev)
+	f, started := t.joinH3Flight(h, hk, alt, ev, key)
 	if f == nil {
 		return nil, nil
 	}
@@ -180,6 +190,9 @@ func (t *Transport) tcpAtHand(key connKey) bool {
 // retry rules above.
 func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key connKey) (*http.Response, error, bool) {
 	r, ex := t.prepareH3(req, o)
+	if t.MaxConnsPerHost > 0 {
+		ex.slot = &h3ExchangeSlot{t: t, conn: c, key: key}
+	}
 	resp, err := c.RoundTrip(r)
 	if err != nil {
 		var re *h3conn.RetryableError

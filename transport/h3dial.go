@@ -71,6 +71,10 @@ type h3Client struct {
 	// head start); tests read it.
 	waits atomic.Int64
 
+	// quic is what QUIC dials and connections hold of MaxConnsPerHost in
+	// the Transport's main pool (maxconns9.go); unused without a limit.
+	quic quicSlots
+
 	mu      sync.Mutex // guards dialer, flights and conns
 	dialer  *h3Dialer
 	flights map[h3Key]*h3Flight
@@ -88,6 +92,12 @@ type h3Flight struct {
 	done     chan struct{} // closed when the dial ended and err is set
 	deadline time.Time     // end of the head start
 	err      error
+	// dialed is set, under h3Client.mu, once the connection is in conns
+	// (tests count a flight as a connection only until then).
+	dialed bool
+	// slotKey is the TCP key under which the dial holds a MaxConnsPerHost
+	// slot of the main pool (maxconns9.go); set only with a limit.
+	slotKey connKey
 	// events carries the dial's httptrace hooks to the request that
 	// started the flight (h3trace.go); nil when it has none.
 	events *h3DialEvents
@@ -101,9 +111,11 @@ func (t *Transport) h3init() *h3Client {
 		if h.cache == nil {
 			h.cache = altsvc.New(altsvc.Options{})
 		}
+		// No MaxConnsPerKey here: with MaxConnsPerHost every QUIC dial and
+		// connection holds a slot of the main pool under its origin's TCP
+		// key instead, so that the limit covers both (maxconns9.go).
 		h.pool = idlepool.New[h3Key, *h3conn.Conn](idlepool.Config{
-			IdleTimeout:    t.IdleConnTimeout,
-			MaxConnsPerKey: t.MaxConnsPerHost,
+			IdleTimeout: t.IdleConnTimeout,
 		})
 		h.sessionCache = tls.NewLRUClientSessionCache(0)
 		h.flights = make(map[h3Key]*h3Flight)
@@ -130,34 +142,53 @@ func (h *h3Client) headStartDuration() time.Duration {
 }
 
 // preconnectH3 starts a flight to alt unless o already has a connection to
-// it or one is being dialled.
+// it or one is being dialled. With MaxConnsPerHost it does nothing: the
+// dial would need a slot under the origin's TCP key, which only a request
+// knows exactly (the next request starts the dial, see quicSlots).
 func (t *Transport) preconnectH3(h *h3Client, o altsvc.Origin, alt altsvc.Alternative) {
+	if t.MaxConnsPerHost > 0 {
+		return
+	}
 	key := h3Key{origin: o, altHost: alt.Host, altPort: alt.Port}
 	if h.pool.ConnsLen(key) > 0 {
 		return
 	}
-	t.joinH3Flight(h, key, alt, nil)
+	t.joinH3Flight(h, key, alt, nil, connKey{})
 }
 
 // joinH3Flight returns the flight for key, starting one if none is in
 // progress; started reports that this call started it, with ev (may be
-// nil) receiving the dial's trace hooks. It returns nil when
-// MaxConnsPerHost forbids another connection.
-func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative, ev *h3DialEvents) (f *h3Flight, started bool) {
+// nil) receiving the dial's trace hooks. With MaxConnsPerHost a new
+// flight first takes a slot of tcpKey, the request's TCP key, in the main
+// pool (takeQUICSlot); it returns nil when it cannot.
+func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative, ev *h3DialEvents, tcpKey connKey) (f *h3Flight, started bool) {
 	h.mu.Lock()
 	if f := h.flights[key]; f != nil {
 		h.mu.Unlock()
 		return f, false
 	}
-	if limit := t.MaxConnsPerHost; limit > 0 && h.pool.ConnsLen(key) >= limit {
+	limited := t.MaxConnsPerHost > 0
+	if limited {
+		// Taking the slot may close an idle TCP connection: not under h.mu.
 		h.mu.Unlock()
-		return nil, false
+		if !t.takeQUICSlot(h, tcpKey) {
+			return nil, false
+		}
+		h.mu.Lock()
+		if f := h.flights[key]; f != nil {
+			h.mu.Unlock() // another request started one meanwhile
+			t.releaseQUICSlot(h, tcpKey)
+			return f, false
+		}
 	}
 	if h.dialer == nil {
 		h.dialer = &h3Dialer{d: h3conn.NewDialer(t.h3DialerConfig(h))}
 	}
 	dl := h.dialer
 	f = &h3Flight{done: make(chan struct{}), deadline: time.Now().Add(h.headStartDuration()), events: ev}
+	if limited {
+		f.slotKey = tcpKey
+	}
 	h.flights[key] = f
 	dl.flights.Add(1)
 	h.mu.Unlock()
@@ -193,14 +224,20 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 		ctx = httptrace.WithClientTrace(ctx, f.events.hooks())
 	}
 	c, err := dl.d.Dial(ctx, key.origin.Host(), addr)
+	limited := t.MaxConnsPerHost > 0
 	switch {
 	case err == nil:
 		t.stats.countAltSvcUpgrade()
 		h.cache.MarkWorking(key.origin, alt)
+		if limited {
+			h.quic.adopt(c, key, f.slotKey) // the dial's slot moves to c
+		}
 		h.mu.Lock()
-		h.pruneConnsLocked()
+		gone := h.pruneConnsLocked()
 		h.conns[c] = key
+		f.dialed = true
 		h.mu.Unlock()
+		t.quicGone(h, gone)
 		h.pool.AddShared(key, c)
 	case errors.Is(err, h3conn.ErrDialerClosed):
 		// Abandoned by CloseIdleConnections: says nothing about the network.
@@ -214,18 +251,34 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 	}
 	f.err = err
 	h.mu.Unlock()
+	if err != nil && limited {
+		// The dial is over: TCP gets its slot back, before the waiters
+		// learn the outcome and go over TCP.
+		t.releaseQUICSlot(h, f.slotKey)
+	}
 	close(f.done)
+	if limited {
+		h.quic.changed()
+		if err == nil {
+			// A TCP request that queued for the dial's slot meanwhile
+			// gets it back at once if nobody is on the new connection.
+			t.quicYieldIdle(h, f.slotKey)
+		}
+	}
 }
 
 // pruneConnsLocked forgets connections that ended on their own (idle
-// expiry, peer close) so the set stays the size of what is alive.
-func (h *h3Client) pruneConnsLocked() {
+// expiry, peer close) so the set stays the size of what is alive, and
+// returns them for quicGone (after h.mu is released).
+func (h *h3Client) pruneConnsLocked() (gone []*h3conn.Conn) {
 	for c, k := range h.conns {
 		if _, idle := c.IdleSince(); !c.Usable() && idle {
 			delete(h.conns, c)
 			h.pool.RemoveShared(k, c)
+			gone = append(gone, c)
 		}
 	}
+	return gone
 }
 
 // closeIdleH3 closes the HTTP/3 connections without a request in flight,
@@ -260,6 +313,7 @@ func (t *Transport) closeIdleH3() {
 		dl, h.dialer = h.dialer, nil
 	}
 	h.mu.Unlock()
+	t.quicGone(h, gone)
 	if dl != nil {
 		dl.d.Close()
 		dl.flights.Wait()

@@ -32,6 +32,9 @@ type h3Exchange struct {
 	gate   *continueGate
 	reg    *cancelRegistry // where entry is registered for CancelRequest
 	entry  cancelEntry     // the caller's request and ex.cancel
+	// slot, with MaxConnsPerHost only, lets the connection give its slot
+	// up when the request ends (maxconns9.go).
+	slot *h3ExchangeSlot
 
 	mu          sync.Mutex // guards headTimer and headersDone
 	headTimer   *time.Timer
@@ -123,6 +126,9 @@ func (ex *h3Exchange) finish() {
 	ex.reg.unregister(&ex.entry)
 	ex.gotHeaders()
 	ex.cancel(nil)
+	if ex.slot != nil {
+		ex.slot.quicStreamDone()
+	}
 }
 
 // err turns a failure caused by one of the exchange's own cancellations,
