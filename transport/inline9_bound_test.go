@@ -1,0 +1,534 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/ferryhttp/ferry/internal/selfsigned"
+)
+
+// Tests of the inline request body bound (inlinebound.go): a body known to
+// be in memory is written on the caller's goroutine only when the head and
+// body fit in half of the connection's socket send buffer; anything else
+// goes to the body writer (asyncbody.go), as every body does in net/http.
+
+// inline9Probe watches one ferry Transport through the package's test
+// hooks: the bound each connection derived from its socket (one entry per
+// send buffer read) and the body writers started.
+type inline9Probe struct {
+	mu     sync.Mutex // guards bounds, conns and async
+	bounds []int64
+	conns  map[*h1Conn]int // send buffer reads per connection
+	async  int
+}
+
+func newInline9Probe(t *testing.T, tr *Transport) *inline9Probe {
+	p := &inline9Probe{conns: map[*h1Conn]int{}}
+	testHookInlineBound = func(pc *h1Conn, bound int64) {
+		if pc.t != tr {
+			return
+		}
+		p.mu.Lock()
+		p.bounds = append(p.bounds, bound)
+		p.conns[pc]++
+		p.mu.Unlock()
+	}
+	testHookAsyncWrite = func(pc *h1Conn) {
+		if pc.t != tr {
+			return
+		}
+		p.mu.Lock()
+		p.async++
+		p.mu.Unlock()
+	}
+	t.Cleanup(func() {
+		testHookInlineBound = nil
+		testHookAsyncWrite = nil
+	})
+	return p
+}
+
+// asyncWrites returns the number of body writers started so far.
+func (p *inline9Probe) asyncWrites() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.async
+}
+
+// reads returns the bounds read so far and the reads per connection.
+func (p *inline9Probe) reads() ([]int64, []int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var per []int
+	for _, n := range p.conns {
+		per = append(per, n)
+	}
+	return append([]int64(nil), p.bounds...), per
+}
+
+// inline9Request is what the server saw of one request.
+type inline9Request struct {
+	headLen int    // bytes of the head, blank line included
+	body    []byte // the body as read
+	err     error  // reading the body failed
+}
+
+// inline9Server is a loopback HTTP/1.1 server (TLS when cert is set) whose
+// sockets may have small buffers. Each request's head length and body go
+// to reqs. It answers "200 ok" after reading the body, sending
+// "100 Continue" first when the request expects it; with early, it answers
+// as soon as the head is read (after a 100 Continue when expected) and
+// reads the body only once release is closed.
+type inline9Server struct {
+	url     string
+	reqs    chan inline9Request
+	release chan struct{}
+}
+
+func startInline9Server(t *testing.T, small, early bool, cert *selfsigned.Cert) *inline9Server {
+	t.Helper()
+	var lc net.ListenConfig
+	if small {
+		lc.Control = smallBufferControl
+	}
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &inline9Server{url: "http://" + ln.Addr().String(), reqs: make(chan inline9Request, 16), release: make(chan struct{})}
+	if cert != nil {
+		s.url = "https://" + ln.Addr().String()
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert.TLS}})
+	}
+	var mu sync.Mutex // guards live
+	live := map[net.Conn]bool{}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			live[c] = true
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				s.serve(c, early)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for c := range live {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return s
+}
+
+func (s *inline9Server) serve(c net.Conn, early bool) {
+	br := bufio.NewReader(c)
+	for {
+		headLen, n, expect, err := readInline9Head(br)
+		if err != nil {
+			return
+		}
+		if expect {
+			if _, err := io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+				return
+			}
+		}
+		const answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+		if early {
+			if _, err := io.WriteString(c, answer); err != nil {
+				return
+			}
+			<-s.release
+		}
+		body := make([]byte, n)
+		_, err = io.ReadFull(br, body)
+		s.reqs <- inline9Request{headLen: headLen, body: body, err: err}
+		if err != nil {
+			return
+		}
+		if !early {
+			if _, err := io.WriteString(c, answer); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// readInline9Head reads a request head, returning its length, its
+// Content-Length and whether it carries Expect.
+func readInline9Head(br *bufio.Reader) (headLen, contentLength int, expect bool, err error) {
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return 0, 0, false, err
+		}
+		headLen += len(line)
+		if line == "\r\n" {
+			return headLen, contentLength, expect, nil
+		}
+		k, v, _ := strings.Cut(line, ":")
+		switch strings.ToLower(k) {
+		case "content-length":
+			contentLength, err = strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return 0, 0, false, err
+			}
+		case "expect":
+			expect = true
+		}
+	}
+}
+
+// inline9Dialer dials with a 4 KiB SO_SNDBUF and SO_RCVBUF
+// (smallBufferControl) when small, and reports on sndbuf each send buffer
+// size the kernel then gives the client socket.
+func inline9Dialer(small bool, sndbuf chan<- int) *net.Dialer {
+	if !small {
+		return &net.Dialer{}
+	}
+	return &net.Dialer{Control: func(network, addr string, rc syscall.RawConn) error {
+		if err := smallBufferControl(network, addr, rc); err != nil {
+			return err
+		}
+		var v int
+		var gerr error
+		if err := rc.Control(func(fd uintptr) {
+			v, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+		}); err != nil {
+			return err
+		}
+		if gerr != nil {
+			return gerr
+		}
+		select {
+		case sndbuf <- v:
+		default:
+		}
+		return nil
+	}}
+}
+
+// patterned returns n bytes that differ from one position to the next.
+func patterned(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte('a' + i%23)
+	}
+	return b
+}
+
+// postInline9 sends a POST of body (bytes.Reader: GetBody and
+// ContentLength set) and checks the answer and what the server read.
+func postInline9(t *testing.T, rt http.RoundTripper, s *inline9Server, body []byte) inline9Request {
+	t.Helper()
+	req, err := http.NewRequest("POST", s.url+"/", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, hung, err := roundTripGuarded(rt, req, func() {})
+	if hung {
+		t.Fatalf("POST of %d bytes: RoundTrip hung", len(body))
+	}
+	if err != nil {
+		t.Fatalf("POST of %d bytes: %v", len(body), err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != "ok" {
+		t.Fatalf("POST of %d bytes: status %d body %q", len(body), resp.StatusCode, got)
+	}
+	r := <-s.reqs
+	if r.err != nil || !bytes.Equal(r.body, body) {
+		t.Fatalf("POST of %d bytes: server read %d bytes (%v), not the body sent", len(body), len(r.body), r.err)
+	}
+	return r
+}
+
+// TestInline9BoundEdges: over a client socket whose send buffer the
+// kernel sets to 8 KiB (SO_SNDBUF 4096, doubled), a body whose head and
+// body add up to exactly half of it is written inline, one byte more goes
+// to the body writer; the bound is read once for the connection that
+// carries them all. (Writing every body inline, or none, fails a row.)
+func TestInline9BoundEdges(t *testing.T) {
+	sndbuf := make(chan int, 1)
+	tr := &Transport{DialContext: inline9Dialer(true, sndbuf).DialContext}
+	defer tr.CloseIdleConnections()
+	p := newInline9Probe(t, tr)
+	s := startInline9Server(t, false, false, nil)
+
+	// A first body, inline whatever the bound, gives the head length
+	// (the same for every body with a four-digit Content-Length).
+	probe := postInline9(t, tr, s, patterned(1000))
+	half := int64(<-sndbuf) / 2
+	bounds, _ := p.reads()
+	if len(bounds) != 1 || bounds[0] != half {
+		t.Fatalf("bounds read %v, want one of %d (half the send buffer)", bounds, half)
+	}
+	room := int(half) - probe.headLen
+	if room < 1000 || room >= 9999 {
+		t.Fatalf("room for a body %d: not a four-digit length", room)
+	}
+	for _, row := range []struct {
+		size  int
+		async bool
+	}{
+		{1000, false},
+		{room, false},
+		{room + 1, true},
+		{room - 1, false},
+		{2 * room, true},
+	} {
+		before := p.asyncWrites()
+		r := postInline9(t, tr, s, patterned(row.size))
+		if r.headLen != probe.headLen {
+			t.Fatalf("head of %d bytes, want %d", r.headLen, probe.headLen)
+		}
+		if async := p.asyncWrites() > before; async != row.async {
+			t.Errorf("body of %d bytes (head+body %d, bound %d): body writer started %v, want %v",
+				row.size, row.size+r.headLen, half, async, row.async)
+		}
+	}
+	if bounds, per := p.reads(); len(bounds) != 1 || len(per) != 1 || per[0] != 1 {
+		t.Errorf("send buffer reads %v per connection %v, want one on one connection", bounds, per)
+	}
+}
+
+// TestInline9DefaultBuffersInline: with the kernel's default loopback
+// buffers a 64 KiB body in memory (syncBodyLimit) is still written inline,
+// in cleartext and over TLS, where the bound comes from the TCP socket under
+// the *tls.Conn. (Not unwrapping TLS sends the TLS row to the body writer.)
+func TestInline9DefaultBuffersInline(t *testing.T) {
+	cert, err := selfsigned.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []struct {
+		name string
+		cert *selfsigned.Cert
+	}{
+		{"http", nil},
+		{"https", cert},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			tr := &Transport{}
+			if row.cert != nil {
+				tr.TLSClientConfig = row.cert.ClientConfig()
+			}
+			defer tr.CloseIdleConnections()
+			p := newInline9Probe(t, tr)
+			s := startInline9Server(t, false, false, row.cert)
+			for range 3 {
+				postInline9(t, tr, s, patterned(syncBodyLimit))
+			}
+			if n := p.asyncWrites(); n != 0 {
+				t.Errorf("%d body writers started for 64 KiB bodies, want none", n)
+			}
+			if bounds, per := p.reads(); len(bounds) != 1 || bounds[0] < syncBodyLimit+1024 || per[0] != 1 {
+				t.Errorf("bounds read %v per connection %v, want one above 64 KiB", bounds, per)
+			}
+		})
+	}
+}
+
+// TestInline9EarlyAnswer: a server answering on the head (after a
+// 100 Continue when the request expects one) and reading the body only once
+// the client has the answer, over sockets with small buffers, gets its
+// answer back through net/http and ferry alike: over TLS, with
+// Expect: 100-continue, and over a connection from a custom DialContext
+// whose socket ferry cannot reach (a wrapper: bound 0, every body to the
+// writer). Without the bound (every body up to 64 KiB inline, as before)
+// each ferry row blocked.
+func TestInline9EarlyAnswer(t *testing.T) {
+	cert, err := selfsigned.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type wrapped struct{ net.Conn }
+	for _, row := range []struct {
+		name   string
+		size   int
+		tls    bool
+		expect bool
+		wrap   bool
+	}{
+		{"https", 64 << 10, true, false, false},
+		{"https/16KiB", 16 << 10, true, false, false},
+		{"expect", 64 << 10, false, true, false},
+		{"https/expect", 32 << 10, true, true, false},
+		{"wrapper", 32 << 10, false, false, true},
+		{"wrapper/expect", 16 << 10, false, true, true},
+	} {
+		for _, impl := range []string{"nethttp", "ferry"} {
+			t.Run(row.name+"/"+impl, func(t *testing.T) {
+				var c *selfsigned.Cert
+				if row.tls {
+					c = cert
+				}
+				s := startInline9Server(t, true, true, c)
+				sndbuf := make(chan int, 1)
+				d := inline9Dialer(true, sndbuf)
+				dial := d.DialContext
+				if row.wrap {
+					dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+						conn, err := d.DialContext(ctx, network, addr)
+						if err != nil {
+							return nil, err
+						}
+						return wrapped{conn}, nil
+					}
+				}
+				var rt http.RoundTripper
+				var p *inline9Probe
+				if impl == "ferry" {
+					tr := &Transport{DialContext: dial, TLSClientConfig: cert.ClientConfig()}
+					p = newInline9Probe(t, tr)
+					rt = tr
+				} else {
+					rt = &http.Transport{DialContext: dial, TLSClientConfig: cert.ClientConfig()}
+				}
+				defer closeIdle(rt)
+				body := patterned(row.size)
+				req, err := http.NewRequest("POST", s.url+"/", bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if row.expect {
+					req.Header.Set("Expect", "100-continue")
+				}
+				resp, hung, err := roundTripGuarded(rt, req, func() { close(s.release) })
+				if hung {
+					<-s.reqs
+					t.Fatalf("RoundTrip blocked writing the body until the server read it")
+				}
+				close(s.release)
+				if err != nil {
+					<-s.reqs
+					t.Fatal(err)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				r := <-s.reqs
+				if resp.StatusCode != 200 || string(got) != "ok" || r.err != nil || !bytes.Equal(r.body, body) {
+					t.Fatalf("status %d body %q; server read %d of %d bytes (%v)", resp.StatusCode, got, len(r.body), len(body), r.err)
+				}
+				if p == nil {
+					return
+				}
+				bounds, _ := p.reads()
+				if n := p.asyncWrites(); n != 1 || len(bounds) != 1 {
+					t.Fatalf("%d body writers, bounds %v: want one writer, one bound", n, bounds)
+				}
+				if row.wrap && bounds[0] != 0 {
+					t.Errorf("bound %d for a connection without a reachable socket, want 0", bounds[0])
+				}
+				if !row.wrap {
+					// Half the send buffer, less 1/16 for each TLS layer.
+					want := int64(<-sndbuf) / 2
+					if row.tls {
+						want -= want / 16
+					}
+					if bounds[0] != want {
+						t.Errorf("bound %d, want %d from the socket under the connection", bounds[0], want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestInline9SendBufferReadOnce: the send buffer size is read at most once
+// per connection, and never for requests without a body (GETs) nor for
+// bodies that do not qualify for the inline write anyway (no GetBody).
+// With DisableKeepAlives every POST has its own connection and its own read.
+// (Reading it per request, or for GETs, fails a row.)
+func TestInline9SendBufferReadOnce(t *testing.T) {
+	for _, row := range []struct {
+		name        string
+		noKeepAlive bool
+		gets, posts int
+		noGetBody   int
+		wantConns   int
+	}{
+		{"gets", false, 4, 0, 0, 0},
+		{"noGetBody", false, 0, 0, 3, 0},
+		{"posts", false, 2, 5, 2, 1},
+		{"noKeepAlive", true, 1, 3, 0, 3},
+	} {
+		t.Run(row.name, func(t *testing.T) {
+			tr := &Transport{DisableKeepAlives: row.noKeepAlive}
+			defer tr.CloseIdleConnections()
+			p := newInline9Probe(t, tr)
+			s := startInline9Server(t, false, false, nil)
+			for range row.gets {
+				resp, err := tr.RoundTrip(newInline9Req(t, "GET", s.url+"/", nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if r := <-s.reqs; len(r.body) != 0 {
+					t.Fatalf("GET carried %d bytes", len(r.body))
+				}
+			}
+			for range row.noGetBody {
+				body := patterned(100)
+				req := newInline9Req(t, "POST", s.url+"/", bytes.NewReader(body))
+				req.GetBody = nil
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if r := <-s.reqs; !bytes.Equal(r.body, body) {
+					t.Fatalf("server read %d bytes, not the body sent", len(r.body))
+				}
+			}
+			for i := range row.posts {
+				postInline9(t, tr, s, patterned(100+i))
+			}
+			bounds, per := p.reads()
+			if len(per) != row.wantConns || len(bounds) != row.wantConns {
+				t.Fatalf("send buffer reads %v on %d connections, want one on each of %d", bounds, len(per), row.wantConns)
+			}
+			for _, n := range per {
+				if n != 1 {
+					t.Errorf("send buffer read %d times on one connection, want once", n)
+				}
+			}
+		})
+	}
+}
+
+// newInline9Req is http.NewRequest failing the test on error.
+func newInline9Req(t *testing.T, method, url string, body io.Reader) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
