@@ -164,6 +164,10 @@ func (s *quicSlots) changed() {
 // directly; an HTTP/2 one gives it back to the pool, where a waiter may
 // take it first). It reports false when every slot is in use.
 func (t *Transport) takeQUICSlot(h *h3Client, key connKey) bool {
+	// Counted first: a request that finds the key full while this one
+	// closes an idle TCP connection for its slot sees QUIC holding it, and
+	// waits for the QUIC event rather than queueing for TCP.
+	h.quic.add(key, 1)
 	ok := t.pool.TryReserve(key)
 	if !ok && t.quicReclaim(h, key, false, h3Key{}) {
 		ok = t.pool.TryReserve(key)
@@ -177,8 +181,9 @@ func (t *Transport) takeQUICSlot(h *h3Client, key connKey) bool {
 	if !ok && t.closeIdleSharedTCP(key) {
 		ok = t.pool.TryReserve(key)
 	}
-	if ok {
-		h.quic.add(key, 1)
+	if !ok {
+		h.quic.add(key, -1)
+		h.quic.changed()
 	}
 	return ok
 }

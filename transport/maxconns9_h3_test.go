@@ -427,3 +427,30 @@ func TestMaxConns9TCPWaitersAfterBusyQUIC(t *testing.T) {
 		t.Fatalf("%d waiters left", w)
 	}
 }
+
+// TestMaxConns9BurstWaitsForQUICDial: with a limit of 1, a burst arrives
+// once the origin's alternative is known and its TCP connection idle; one
+// request closes the TCP connection for the QUIC dial's slot, and the
+// others, their head start spent at once, wait for the dial rather than
+// queueing for TCP behind it (where the new QUIC connection would be
+// closed again to serve them): every request goes over HTTP/3, on one QUIC
+// connection.
+func TestMaxConns9BurstWaitsForQUICDial(t *testing.T) {
+	h := &protoHandler{}
+	u := startWrapped(t, h)
+	tr := newH3Transport(t, func(tr *Transport) {
+		tr.MaxConnsPerHost = 1
+		tr.h3.headStart = time.Nanosecond
+	})
+	s := startConnSampler(t, tr, portOf(t, u))
+	if p, err := getProto(context.Background(), tr, u); err != nil || !isTCPProto(p) {
+		t.Fatalf("first request: %s, %v; want TCP", p, err)
+	}
+	if got := burst(t, tr, u, 16); got["HTTP/3.0"] != 16 {
+		t.Fatalf("burst: %v, want all 16 over HTTP/3", got)
+	}
+	if n := len(h.h3Remotes()); n != 1 {
+		t.Fatalf("%d QUIC connections served the burst, want 1", n)
+	}
+	s.check(t, 1)
+}
