@@ -454,3 +454,47 @@ func TestMaxConns9BurstWaitsForQUICDial(t *testing.T) {
 	}
 	s.check(t, 1)
 }
+
+// TestMaxConns9MixedProtocolsStress: bursts of 48 requests while the
+// origin's alternative is forgotten again and again (each TCP response
+// advertises it anew), so requests that go over TCP and requests that go
+// over HTTP/3 wait for slots held by connections of the other protocol at
+// once. Every request succeeds (no lost wake-up, no deadlock) and the
+// limit holds throughout.
+func TestMaxConns9MixedProtocolsStress(t *testing.T) {
+	for _, limit := range []int{1, 2} {
+		t.Run(fmt.Sprintf("limit%d", limit), func(t *testing.T) {
+			h := &protoHandler{}
+			u := startWrapped(t, h)
+			tr := newH3Transport(t, func(tr *Transport) { tr.MaxConnsPerHost = limit })
+			s := startConnSampler(t, tr, portOf(t, u))
+			if _, err := getProto(context.Background(), tr, u); err != nil {
+				t.Fatal(err)
+			}
+			total := map[string]int{}
+			for range 4 {
+				stop := make(chan struct{})
+				flipped := make(chan struct{})
+				go func() {
+					defer close(flipped)
+					for {
+						select {
+						case <-stop:
+							return
+						case <-time.After(500 * time.Microsecond):
+						}
+						advertise(t, tr.altSvcCache(), u, "clear")
+					}
+				}()
+				got := burst(t, tr, u, 48)
+				close(stop)
+				<-flipped
+				for p, n := range got {
+					total[p] += n
+				}
+			}
+			s.check(t, limit)
+			t.Logf("protocols over the bursts: %v", total)
+		})
+	}
+}
