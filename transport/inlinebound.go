@@ -68,26 +68,28 @@ var testHookInlineBound func(pc *h1Conn, bound int64)
 // blocking, when the connection's tlsLayers TLS layers encrypt them.
 //
 // Linux doubles the value given to setsockopt(SO_SNDBUF) and reports the
-// doubled value; the second half is the kernel's allowance for its
-// bookkeeping, because the buffer is charged with each queued sk_buff's
-// truesize (payload plus struct sk_buff and skb_shared_info, about 0.8 KiB
-// per segment, and with small windows a segment holds only a few KiB of
-// payload). The kernel blocks a write only once the queued truesize reaches
-// the limit, and data the peer acknowledged (even if its application has
-// not read it) leaves the buffer, so a payload up to half the reported
-// value is taken at once by the socket of a connection with nothing left
-// queued (one request at a time: the previous request was answered). An
-// auto-tuned buffer (no SO_SNDBUF set) starts at twice the truesize of the
-// initial congestion window (about 85 KB for a 1460-byte MSS, megabytes
-// over loopback) and grows with the window; it shrinks only under
-// system-wide TCP memory pressure, down to what is queued. The value read
-// when the connection is first asked is kept. Other systems report the
-// size as set: half of it is a wider margin still.
+// doubled value: the second half is the kernel's allowance for its
+// bookkeeping, as the buffer is charged with each queued sk_buff's truesize
+// (the payload plus struct sk_buff, skb_shared_info and the header room,
+// about 1 KiB per sk_buff, and with small windows an sk_buff carries only a
+// few KiB). tcp_sendmsg blocks only once the queued truesize has reached
+// the limit, and bytes the peer has acknowledged (received, even if its
+// application has not read them) leave the buffer, so a payload of up to
+// half the reported value is taken at once. Bytes of an earlier request
+// still queued drain without the caller's help: the server must read them
+// to reach this request's head. An auto-tuned buffer (no SO_SNDBUF set)
+// starts at twice the truesize of the initial congestion window
+// (tcp_sndbuf_expand: about 85 KB for a 1460-byte MSS, megabytes over
+// loopback) and grows with the window; it shrinks only under system-wide
+// TCP memory pressure. The value read when the connection is first asked
+// is kept. Other systems report the size as set: half of it is a wider
+// margin still.
 //
-// TLS adds a record header, an authentication tag and possibly an explicit
-// nonce or padding to each record; Go starts connections with records of
-// about one MSS (1.2 KiB of payload), for which that is under 5%: 1/16 is
-// taken off per TLS layer.
+// TLS adds to each record a header, a tag or MAC, and possibly an explicit
+// nonce and padding. Go's first records on a connection carry about
+// 1.2 KiB (one MSS estimate), later ones more; the overhead is at most
+// about 6% of the first (CBC with HMAC-SHA256), less with AEAD ciphers and
+// larger records: 1/16 is taken off per TLS layer.
 func inlineBoundFromSendBuffer(sndbuf, tlsLayers int) int64 {
 	if sndbuf <= 0 {
 		return 0
