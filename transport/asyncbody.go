@@ -40,7 +40,15 @@ func (pc *h1Conn) startAsyncWrite(o *outgoing) {
 	if pc.writeRes == nil {
 		pc.writeRes = make(chan error, 1)
 	}
-	oc := new(outgoing)
+	// The writer's own copy of o: RoundTrip changes o for a retry. The
+	// connection keeps it for its next writer, which starts only once
+	// this one has reported (finish and exchangeAsync wait for writeRes;
+	// a connection whose writer was abandoned is closed).
+	oc := pc.asyncOut
+	if oc == nil {
+		oc = new(outgoing)
+		pc.asyncOut = oc
+	}
 	*oc = *o
 	pc.abortMu.Lock()
 	gen := pc.gen
@@ -101,6 +109,7 @@ func (pc *h1Conn) writeBodyAsync(o *outgoing, gen uint64) {
 		pc.writerDL = true
 	}
 	pc.abortMu.Unlock()
+	*o = outgoing{} // the idle connection keeps no reference to the request
 	pc.writeRes <- err
 }
 

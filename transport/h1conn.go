@@ -61,6 +61,7 @@ type h1Conn struct {
 	writeRes   chan error    // result of an asynchronous body write
 	writing    bool          // an asynchronous body write has not reported
 	asyncBody  io.Closer     // the body being written asynchronously
+	asyncOut   *outgoing     // the body writer's copy of the request plan, reused
 	// reqBodyClosed: the current request's body has been closed. The
 	// writer, the reader stopping it and RoundTrip may each want to close
 	// it; closeReqBody lets only the first, so the caller's body is closed

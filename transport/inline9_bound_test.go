@@ -532,3 +532,48 @@ func newInline9Req(t *testing.T, method, url string, body io.Reader) *http.Reque
 	}
 	return req
 }
+
+// TestInline9WriterCopyReleased: the body writer's copy of the request plan
+// is kept by the connection for its next writer (one allocation less per
+// body it sends), and emptied when the writer reports, so an idle
+// connection holds no reference to the last request or its body.
+// (Not emptying it, or not reusing it, fails.)
+func TestInline9WriterCopyReleased(t *testing.T) {
+	type wrapped struct{ net.Conn }
+	tr := &Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return wrapped{c}, nil // no reachable socket: every body to the writer
+	}}
+	defer tr.CloseIdleConnections()
+	var mu sync.Mutex // guards conns
+	var conns []*h1Conn
+	newInline9Probe(t, tr)
+	testHookAsyncWrite = func(pc *h1Conn) {
+		mu.Lock()
+		conns = append(conns, pc)
+		mu.Unlock()
+	}
+	s := startInline9Server(t, false, false, nil)
+	var first *outgoing
+	for i := range 3 {
+		postInline9(t, tr, s, patterned(100+i))
+		mu.Lock()
+		if len(conns) != i+1 || conns[i] != conns[0] {
+			mu.Unlock()
+			t.Fatalf("request %d: %d body writers, want one more on the same connection", i, len(conns))
+		}
+		pc := conns[i]
+		mu.Unlock()
+		if i == 0 {
+			first = pc.asyncOut
+		}
+		if pc.asyncOut == nil || pc.asyncOut != first {
+			t.Errorf("request %d: writer copy %p, want the first one %p again", i, pc.asyncOut, first)
+		} else if *pc.asyncOut != (outgoing{}) {
+			t.Errorf("request %d: the idle connection still holds the request plan (request %p)", i, pc.asyncOut.req)
+		}
+	}
+}
