@@ -296,6 +296,9 @@ func (s *h3ExchangeSlot) quicStreamDone() {
 // waits for the next QUIC event and looks again, rather than waiting in
 // the TCP queue for slots that only an idle QUIC connection would give up.
 func (t *Transport) h3ConnLimited(req *http.Request, o *outgoing, h *h3Client, hk h3Key, key connKey) (*h3conn.Conn, error) {
+	if s, ok := h.pool.GetShared(hk); ok {
+		return s.(*h3conn.Conn), nil // the common case, without the loop's locks
+	}
 	ctx := req.Context()
 	for {
 		wake := h.quic.waitChan()
