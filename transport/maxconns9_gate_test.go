@@ -121,6 +121,7 @@ func TestMaxConns9DialEndsWithTCPWaiter(t *testing.T) {
 	if p, err := getProto(context.Background(), tr, u); err != nil || p != "HTTP/1.1" {
 		t.Fatalf("first request: %s, %v", p, err)
 	}
+	s.sample() // its connection is idle in the pool
 
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()

@@ -29,19 +29,24 @@ import (
 type connSampler struct {
 	tr   *Transport
 	port int
-	max  atomic.Int64
-	stop chan struct{}
-	done chan struct{}
-	err  atomic.Pointer[error]
+	// before holds the sockets to port that existed when the sampler
+	// started (left by earlier tests whose server had the same port).
+	before map[string]bool
+	max    atomic.Int64
+	stop   chan struct{}
+	done   chan struct{}
+	err    atomic.Pointer[error]
+	at     atomic.Pointer[[2]int] // TCP and QUIC counts of a new maximum
 }
 
 func startConnSampler(t *testing.T, tr *Transport, port int) *connSampler {
 	t.Helper()
-	if _, err := tcpConnsTo(port); err != nil {
+	before := map[string]bool{}
+	if _, err := tcpConnsTo(port, nil, before); err != nil {
 		t.Skipf("cannot count TCP sockets: %v", err)
 	}
 	tr.h3init() // before the sampler reads its maps
-	s := &connSampler{tr: tr, port: port, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &connSampler{tr: tr, port: port, before: before, stop: make(chan struct{}), done: make(chan struct{})}
 	go s.run()
 	t.Cleanup(s.halt)
 	return s
@@ -50,13 +55,9 @@ func startConnSampler(t *testing.T, tr *Transport, port int) *connSampler {
 func (s *connSampler) run() {
 	defer close(s.done)
 	for {
-		n, err := s.total()
-		if err != nil {
+		if err := s.sample(); err != nil {
 			s.err.Store(&err)
 			return
-		}
-		if int64(n) > s.max.Load() {
-			s.max.Store(int64(n))
 		}
 		select {
 		case <-s.stop:
@@ -66,20 +67,52 @@ func (s *connSampler) run() {
 	}
 }
 
-// total counts TCP, QUIC, TCP again and takes the smaller TCP count: a
-// connection of one protocol closed to make room for one of the other
-// between two reads is then not counted twice.
-func (s *connSampler) total() (int, error) {
-	tcp1, err := tcpConnsTo(s.port)
-	if err != nil {
-		return 0, err
+// sample counts the connections and keeps the maximum, ignoring a count
+// taken while connections opened or closed (see total). Tests also call it
+// where they know a connection is open, so that a sampler too slow to
+// catch short-lived connections still sees one.
+func (s *connSampler) sample() error {
+	for range 100 {
+		n, stable, err := s.total()
+		if err != nil {
+			return err
+		}
+		if !stable {
+			continue
+		}
+		for {
+			m := s.max.Load()
+			if int64(n) <= m || s.max.CompareAndSwap(m, int64(n)) {
+				return nil
+			}
+		}
 	}
-	q := quicConnsOf(s.tr)
-	tcp2, err := tcpConnsTo(s.port)
-	if err != nil {
-		return 0, err
+	return nil
+}
+
+// total counts TCP, QUIC, TCP, QUIC and TCP again, and reports the count
+// as stable when the reads of each protocol agree. A count whose reads
+// straddle the close of a connection of one protocol and the open of one
+// of the other (or, when the sampling goroutine is held up between reads,
+// several such moves) would add connections that never lived at the same
+// time; a limit exceeded for real lasts across the reads.
+func (s *connSampler) total() (n int, stable bool, err error) {
+	var tcp [3]int
+	var q [2]int
+	for i := range tcp {
+		if tcp[i], err = tcpConnsTo(s.port, s.before, nil); err != nil {
+			return 0, false, err
+		}
+		if i < len(q) {
+			q[i] = quicConnsOf(s.tr)
+		}
 	}
-	return min(tcp1, tcp2) + q, nil
+	n = tcp[0] + q[0]
+	stable = tcp[0] == tcp[1] && tcp[1] == tcp[2] && q[0] == q[1]
+	if stable && int64(n) > s.max.Load() {
+		s.at.Store(&[2]int{tcp[0], q[0]})
+	}
+	return n, stable, nil
 }
 
 func (s *connSampler) halt() {
@@ -98,13 +131,13 @@ func (s *connSampler) check(t *testing.T, limit int) {
 	if e := s.err.Load(); e != nil {
 		t.Fatalf("counting connections: %v", *e)
 	}
-	if n, _ := s.total(); int64(n) > s.max.Load() {
-		s.max.Store(int64(n))
+	if err := s.sample(); err != nil {
+		t.Fatalf("counting connections: %v", err)
 	}
 	if m := s.max.Load(); m == 0 {
 		t.Fatal("the sampler never saw a connection: the counting is broken")
 	} else if m > int64(limit) {
-		t.Fatalf("saw %d connections (TCP and QUIC) at once, MaxConnsPerHost is %d", m, limit)
+		t.Fatalf("saw %d connections (TCP and QUIC) at once, MaxConnsPerHost is %d (TCP and QUIC: %v)", m, limit, *s.at.Load())
 	}
 }
 
@@ -128,10 +161,11 @@ func quicConnsOf(tr *Transport) int {
 	return n
 }
 
-// tcpConnsTo counts this process's TCP sockets (IPv4) whose remote port is
-// port and that are connecting, established, or closed by the peer but
-// not yet by us.
-func tcpConnsTo(port int) (int, error) {
+// tcpConnsTo counts the TCP sockets (IPv4) whose remote port is port and
+// that are connecting, established, or closed by the peer but not yet by
+// their owner, except those in skip (by inode); it adds every socket to
+// port it sees to record, when not nil.
+func tcpConnsTo(port int, skip, record map[string]bool) (int, error) {
 	f, err := os.Open("/proc/self/net/tcp")
 	if err != nil {
 		return 0, err
@@ -143,8 +177,11 @@ func tcpConnsTo(port int) (int, error) {
 	sc.Scan() // header
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 4 || !strings.HasSuffix(fields[2], want) {
+		if len(fields) < 10 || !strings.HasSuffix(fields[2], want) || skip[fields[9]] {
 			continue
+		}
+		if record != nil {
+			record[fields[9]] = true
 		}
 		switch fields[3] {
 		case "01", "02", "08": // ESTABLISHED, SYN_SENT, CLOSE_WAIT
@@ -239,6 +276,7 @@ func TestMaxConns9MovesToH3WithinLimit(t *testing.T) {
 				if p, err := getProto(context.Background(), tr, u); err != nil || !isTCPProto(p) {
 					t.Fatalf("first request: %s, %v; want TCP", p, err)
 				}
+				s.sample() // its connection is idle in the pool
 				for i := range 6 {
 					if _, err := getProto(context.Background(), tr, u); err != nil {
 						t.Fatalf("request %d: %v", i+2, err)
@@ -282,6 +320,7 @@ func TestMaxConns9BlackholeFallsBackWithinLimit(t *testing.T) {
 			if p, err := getProto(context.Background(), tr, u); err != nil || p != "HTTP/1.1" {
 				t.Fatalf("first request: %s, %v", p, err)
 			}
+			s.sample() // its connection is idle in the pool
 			// The Alt-Svc is known now: the next requests start the dial
 			// (closing the idle TCP connection for its slot) and fall back.
 			if got := burst(t, tr, u, 16); got["HTTP/1.1"] != 16 {
@@ -306,6 +345,7 @@ type h3Holder struct {
 	tr      *Transport
 	release chan struct{}
 	held    chan string // the protocol of each /hold request that arrived
+	s       *connSampler
 }
 
 func newH3Holder(t *testing.T) *h3Holder {
@@ -324,9 +364,11 @@ func newH3Holder(t *testing.T) *h3Holder {
 	}}
 	hh.u = startWrapped(t, h)
 	hh.tr = newH3Transport(t, func(tr *Transport) { tr.MaxConnsPerHost = 1 })
+	hh.s = startConnSampler(t, hh.tr, portOf(t, hh.u))
 	if _, err := getProto(context.Background(), hh.tr, hh.u); err != nil {
 		t.Fatal(err)
 	}
+	hh.s.sample() // its connection is idle in the pool
 	eventually(t, "a request over HTTP/3", func() bool {
 		p, err := getProto(context.Background(), hh.tr, hh.u)
 		if err != nil {
@@ -348,7 +390,7 @@ func (hh *h3Holder) forgetAlternative(t *testing.T) {
 // closes it and goes ahead instead of waiting for ever.
 func TestMaxConns9TCPRequestClosesIdleQUIC(t *testing.T) {
 	hh := newH3Holder(t)
-	s := startConnSampler(t, hh.tr, portOf(t, hh.u))
+	s := hh.s
 	hh.forgetAlternative(t)
 	p, err := getProto(context.Background(), hh.tr, hh.u)
 	if err != nil || !isTCPProto(p) {
@@ -364,7 +406,7 @@ func TestMaxConns9TCPRequestClosesIdleQUIC(t *testing.T) {
 // TCP, one connection at a time.
 func TestMaxConns9TCPWaitersAfterBusyQUIC(t *testing.T) {
 	hh := newH3Holder(t)
-	s := startConnSampler(t, hh.tr, portOf(t, hh.u))
+	s := hh.s
 	holdDone := make(chan error, 1)
 	go func() {
 		p, err := getProto(context.Background(), hh.tr, hh.u+"/hold")
@@ -446,6 +488,7 @@ func TestMaxConns9BurstWaitsForQUICDial(t *testing.T) {
 	if p, err := getProto(context.Background(), tr, u); err != nil || !isTCPProto(p) {
 		t.Fatalf("first request: %s, %v; want TCP", p, err)
 	}
+	s.sample() // its connection is idle in the pool
 	if got := burst(t, tr, u, 16); got["HTTP/3.0"] != 16 {
 		t.Fatalf("burst: %v, want all 16 over HTTP/3", got)
 	}
@@ -471,6 +514,7 @@ func TestMaxConns9MixedProtocolsStress(t *testing.T) {
 			if _, err := getProto(context.Background(), tr, u); err != nil {
 				t.Fatal(err)
 			}
+			s.sample() // its connection is idle in the pool
 			total := map[string]int{}
 			for range 4 {
 				stop := make(chan struct{})
