@@ -68,36 +68,67 @@ const (
 	keyNeedsFold
 )
 
+// Classes of a header key's bytes (keyByteClass): what classifyKey needs
+// to know of a byte in one table load.
+const (
+	kcAllowed = 1 << iota // a token byte, or a space (see classifyKey)
+	kcLower               // 'a'-'z'
+	kcUpper               // 'A'-'Z'
+	kcSpace               // ' '
+	kcDash                // '-'; must stay the highest bit (see classifyKey)
+)
+
+var keyByteClass = func() [256]uint8 {
+	var t [256]uint8
+	for c := 0; c < 128; c++ {
+		if tokenTable[c] {
+			t[c] = kcAllowed
+		}
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] |= kcLower
+		t[c-'a'+'A'] |= kcUpper
+	}
+	t[' '] = kcAllowed | kcSpace
+	t['-'] |= kcDash
+	return t
+}()
+
 // classifyKey reports whether k is a valid token and whether it is already
 // in canonical form (first letter and letters after '-' upper case, the
-// others lower case).
+// others lower case). A key with a space in it is valid but left as it is
+// (textproto accepts a space before the colon, go.dev/issue/34540, and
+// does not fold such a key).
+//
+// One table load per byte and no branch inside the loop: every byte must
+// be allowed, and a letter in the wrong case for its position is noted.
+// The case a position wants is kept as the class bit that would be wrong
+// there: kcLower at the start and after '-', kcUpper elsewhere. kcDash is
+// the highest class bit, so class>>4 is 1 after '-' and 0 otherwise, and
+// kcUpper>>1 is kcLower. This loop costs about half the instructions of
+// the byte-by-byte version with branches (callgrind, BenchmarkRoundTripInMemory).
 func classifyKey(k string) canonicalKeyState {
 	if len(k) == 0 {
 		return keyInvalid
 	}
-	state := keyCanonical
-	hasSpace := false
-	upper := true
+	all := uint8(kcAllowed) // loses kcAllowed at the first byte not allowed
+	seen := uint8(0)        // kcSpace, and the case bits found where wrong
+	wrong := uint8(kcLower) // the case bit that is wrong at this position
 	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !isTokenByte(c) {
-			if c == ' ' {
-				hasSpace = true
-				continue
-			}
-			return keyInvalid
-		}
-		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
-			state = keyNeedsFold
-		}
-		upper = c == '-'
+		class := keyByteClass[k[i]]
+		all &= class
+		seen |= class & (wrong | kcSpace)
+		wrong = kcUpper >> (class >> 4)
 	}
-	if hasSpace {
-		// textproto accepts a space before the colon (go.dev/issue/34540)
-		// but leaves such a key as it is.
+	switch {
+	case all&kcAllowed == 0:
+		return keyInvalid
+	case seen&kcSpace != 0:
 		return keyCanonical
+	case seen != 0:
+		return keyNeedsFold
 	}
-	return state
+	return keyCanonical
 }
 
 // foldKey returns the canonical form of the valid token k, interned when it
