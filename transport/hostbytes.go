@@ -10,10 +10,10 @@ package transport
 
 // Classes of a host's bytes (hostByteClass).
 const (
-	hcPlain = 1 << iota // a letter, digit, '.', '-', '_', ':', '[' or ']'
-	hcUpper             // 'A'-'Z'
-	hcColon             // ':'
-	hcNotCanonical      // '%' or a byte above 127: never in a canonical key
+	hcPlain        = 1 << iota // a letter, digit, '.', '-', '_', ':', '[' or ']'
+	hcUpper                    // 'A'-'Z'
+	hcColon                    // ':'
+	hcNotCanonical             // '%' or a byte above 127: never in a canonical key
 )
 
 var hostByteClass = func() [256]uint8 {
