@@ -179,3 +179,18 @@ func TestHeadScan9RepeatedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadScan9ValidValue: validValue agrees with validValueByte on every
+// byte, alone and inside a longer value.
+func TestHeadScan9ValidValue(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		for _, v := range []string{string([]byte{byte(c)}), "text/" + string([]byte{byte(c)}) + "plain"} {
+			if got, want := validValue(v), validValueByte(byte(c)); got != want {
+				t.Errorf("validValue(%q) = %v, want %v", v, got, want)
+			}
+		}
+	}
+	if !validValue("") || !validValue("a\tb c\x80\xff") {
+		t.Error("valid values refused")
+	}
+}
