@@ -290,10 +290,11 @@ func parseHeaderFieldsInto(s string, hint int, spare []string) (http.Header, int
 			}
 			line = string(joined)
 		}
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
+		colon := strings.IndexByte(line, ':') // strings.Cut goes through strings.Index: ~60 instructions more
+		if colon < 0 {
 			return nil, 0, 0, protocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", line))
 		}
+		k, v := line[:colon], line[colon+1:]
 		switch classifyKey(k) {
 		case keyInvalid:
 			return nil, 0, 0, protocolError(fmt.Sprintf("malformed MIME header line: %q", line))
