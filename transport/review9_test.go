@@ -53,8 +53,12 @@ func review9Compare(t *testing.T, data []byte) {
 				// The quoted line aside: textproto quotes it with the key
 				// folded and trailing blanks trimmed (ferry quotes it as
 				// received; pre-existing, cosmetic).
+				// And textproto reads at most 80 bytes of a first line
+				// starting with a blank, failing with "message too large"
+				// when it is longer (pre-existing, cosmetic).
 				errText := func(e error) string { s, _, _ := strings.Cut(e.Error(), "\""); return s }
-				if errText(err) != errText(refErr) {
+				initial := errText(err) == "malformed MIME header initial line: " && refErr.Error() == "message too large"
+				if errText(err) != errText(refErr) && !initial {
 					t.Fatalf("buf %d: %q: ferry error %q, net/http %q", size, data, err, refErr)
 				}
 				continue
