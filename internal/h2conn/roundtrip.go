@@ -205,9 +205,14 @@ type streamBody struct {
 	// in x/net's accounting too) without cutting an upload.
 	closeAtEOF bool
 	released   atomic.Bool
-	// closedAtEOF: Read closed x/net's body at EOF (closeAtEOF), so Close
-	// does not close it again (a second Close finds the stream done and
-	// returns nil, after taking x/net's locks for nothing).
+	// eofClosing: Read has begun closing x/net's body at EOF
+	// (closeAtEOF); it guards that close so it happens once.
+	eofClosing atomic.Bool
+	// closedAtEOF: that close has returned (x/net has forgotten the
+	// stream), so Close does not close the body again (a second Close
+	// finds the stream done and returns nil, after taking x/net's locks
+	// for nothing). A Close racing the close at EOF still closes the body
+	// itself, which waits for x/net as before.
 	closedAtEOF atomic.Bool
 }
 
@@ -217,8 +222,9 @@ func (b *streamBody) Read(p []byte) (int, error) {
 		if err != io.EOF && peerProtocolReset(err) {
 			b.c.markDead() // x/net will not reuse it; finish closes it once idle
 		}
-		if err == io.EOF && b.closeAtEOF && b.closedAtEOF.CompareAndSwap(false, true) {
+		if err == io.EOF && b.closeAtEOF && b.eofClosing.CompareAndSwap(false, true) {
 			b.body.Close()
+			b.closedAtEOF.Store(true)
 		}
 		b.finish()
 	}
