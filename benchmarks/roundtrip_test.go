@@ -93,6 +93,10 @@ func BenchmarkClient(b *testing.B) {
 			c := &fasthttp.HostClient{Addr: addr, MaxConns: 128}
 			return fastClient(c, url), c.CloseIdleConnections
 		}},
+		{"floor", func() (doer, func()) {
+			c := &fasthttp.HostClient{Addr: addr, MaxConns: 128}
+			return roundTripFloor(c, url), c.CloseIdleConnections
+		}},
 	}
 	for _, c := range clients {
 		b.Run(c.name+"/g1", func(b *testing.B) {

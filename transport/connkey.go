@@ -55,31 +55,6 @@ func originAddr(u *url.URL) (string, error) {
 	return net.JoinHostPort(strings.ToLower(h), port), nil
 }
 
-// canonicalHostPort reports whether s is "host:port" with a non-empty
-// numeric port and a lower-case ASCII host (IPv6 in brackets).
-func canonicalHostPort(s string) bool {
-	i := strings.LastIndexByte(s, ':')
-	if i <= 0 || i == len(s)-1 {
-		return false
-	}
-	for j := i + 1; j < len(s); j++ {
-		if s[j] < '0' || s[j] > '9' {
-			return false
-		}
-	}
-	host := s[:i]
-	if strings.IndexByte(host, ':') >= 0 && !(host[0] == '[' && host[len(host)-1] == ']') {
-		return false
-	}
-	for j := 0; j < len(host); j++ {
-		c := host[j]
-		if c >= 0x80 || 'A' <= c && c <= 'Z' || c == '%' {
-			return false
-		}
-	}
-	return true
-}
-
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {

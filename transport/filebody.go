@@ -55,7 +55,10 @@ func (pc *h1Conn) kernelCopyFile(o *outgoing) *os.File {
 // takes every error of its body copy: it cannot be told apart from a read
 // error of the file (EBADF, EIO), and taking that for the connection's left
 // RoundTrip waiting for an answer the server could only give after the
-// body (TestReview8BodyFileUnreadableNoHang).
+// body (TestReview8BodyFileUnreadableNoHang). Except ECONNRESET and EPIPE,
+// which only a socket gives: the connection failed, and an answer the
+// server sent before closing is still returned, as for a body copied
+// through user space.
 func (pc *h1Conn) copyFileBody(f *os.File, n int64) (int64, error) {
 	if err := pc.bw.Flush(); err != nil {
 		return 0, err
@@ -69,6 +72,12 @@ func (pc *h1Conn) copyFileBody(f *os.File, n int64) (int64, error) {
 		return written, bre
 	}
 	if se, ok := errors.AsType[*os.SyscallError](err); ok && se.Syscall == "sendfile" {
+		if errors.Is(se.Err, syscall.ECONNRESET) || errors.Is(se.Err, syscall.EPIPE) {
+			// Only the socket gives these: the server closed or reset the
+			// connection (often after answering early), so the answer may
+			// still be read (TestReview8BodyFileEarlyAnswerClose).
+			return written, err
+		}
 		return written, requestBodyReadError{err}
 	}
 	return written, err

@@ -198,14 +198,18 @@ func (t *Transport) plan(req *http.Request, trace *httptrace.ClientTrace, o *out
 	if host == "" {
 		host = req.URL.Host
 	}
-	host, err := httpguts.PunycodeHostPort(host)
-	if err != nil {
-		return err
+	if plainHostHeader(host) {
+		o.host = host
+	} else {
+		host, err := httpguts.PunycodeHostPort(host)
+		if err != nil {
+			return err
+		}
+		if !httpguts.ValidHostHeader(host) {
+			host = ""
+		}
+		o.host = removeZone(host)
 	}
-	if !httpguts.ValidHostHeader(host) {
-		host = ""
-	}
-	o.host = removeZone(host)
 
 	if req.ContentLength != 0 && req.Body == nil {
 		return fmt.Errorf("http: Request.ContentLength=%d with nil Body", req.ContentLength)

@@ -351,7 +351,15 @@ func (c *Conn) confirmUnusable() bool {
 	}
 	// Nothing in flight: unusable unless x/net was only full a moment ago
 	// (a stream forgotten, or a reset acknowledged, since it refused).
-	return st.StreamsActive+st.StreamsReserved+st.StreamsPending == 0 && !c.cc.CanTakeNewRequest()
+	if st.StreamsActive+st.StreamsReserved+st.StreamsPending != 0 || c.cc.CanTakeNewRequest() {
+		return false
+	}
+	// State and CanTakeNewRequest are two looks, not one: a request that
+	// reserved the last stream between them makes a live connection look
+	// refused with nothing in flight. Look at State again: that stream is
+	// in it now (TestReview9CloseRacesEOFKeepsConn).
+	st = c.cc.State()
+	return st.Closed || st.Closing || st.StreamsActive+st.StreamsReserved+st.StreamsPending == 0
 }
 
 // markDead stops new slots and reports whether the caller must close the

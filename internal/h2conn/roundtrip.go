@@ -205,16 +205,26 @@ type streamBody struct {
 	// in x/net's accounting too) without cutting an upload.
 	closeAtEOF bool
 	released   atomic.Bool
+	// eofClosing: Read has begun closing x/net's body at EOF
+	// (closeAtEOF); it guards that close so it happens once.
+	eofClosing atomic.Bool
+	// closedAtEOF: that close has returned (x/net has forgotten the
+	// stream), so Close does not close the body again (a second Close
+	// finds the stream done and returns nil, after taking x/net's locks
+	// for nothing). A Close racing the close at EOF still closes the body
+	// itself, which waits for x/net as before.
+	closedAtEOF atomic.Bool
 }
 
 func (b *streamBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	if err != nil && !b.released.Load() {
-		if peerProtocolReset(err) {
+		if err != io.EOF && peerProtocolReset(err) {
 			b.c.markDead() // x/net will not reuse it; finish closes it once idle
 		}
-		if err == io.EOF && b.closeAtEOF {
+		if err == io.EOF && b.closeAtEOF && b.eofClosing.CompareAndSwap(false, true) {
 			b.body.Close()
+			b.closedAtEOF.Store(true)
 		}
 		b.finish()
 	}
@@ -224,7 +234,10 @@ func (b *streamBody) Read(p []byte) (int, error) {
 // Close ends the stream (resetting it if the body was not read to EOF) and
 // releases the slot.
 func (b *streamBody) Close() error {
-	err := b.body.Close()
+	var err error
+	if !b.closedAtEOF.Load() {
+		err = b.body.Close()
+	}
 	b.finish()
 	return err
 }
