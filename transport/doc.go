@@ -211,11 +211,15 @@
 //     is set, when HTTP/2 is turned off explicitly (Protocols without
 //     HTTP2, a TLSNextProto map without "h2", GODEBUG http2client=0),
 //     through a proxy, or for CONNECT and Upgrade requests.
-//   - Differences that come with it: MaxConnsPerHost limits TCP and QUIC
-//     connections separately (with a limit of 1, an origin moving to
-//     HTTP/3 has one of each until the idle TCP connection expires); and
-//     quic-go fails a request whose final response follows more than five
-//     informational (1xx) responses, which net/http accepts.
+//   - MaxConnsPerHost counts QUIC and TCP connections together: a QUIC
+//     dial and its connection hold a slot under the origin's TCP key, and
+//     a dial closes an idle TCP connection of the origin for its slot when
+//     the limit is reached. With a limit, the QUIC handshake is not started
+//     in the background after the first Alt-Svc response but by the next
+//     request.
+//   - A difference that comes with it: quic-go fails a request whose final
+//     response follows more than five informational (1xx) responses, which
+//     net/http accepts.
 //   - Resources: the QUIC connections share one UDP socket, opened by the
 //     first dial. CloseIdleConnections closes idle HTTP/3 connections and,
 //     once none is in use, the socket too (abandoning dials in progress), so
