@@ -1,0 +1,364 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/ferryhttp/ferry/internal/selfsigned"
+)
+
+// Review (rev60) tests of the inline body bound (inlinebound.go).
+
+// inline9LeftoverServer answers the first request on each connection as
+// soon as its head is read (one byte at a time, so none of the body is
+// consumed), and each later request on it when told through next (the
+// client's GotConn for a reused connection), without reading anything: the
+// bodies stay in the socket buffers until release is closed, when it reads
+// all that is left.
+type inline9LeftoverServer struct {
+	ln      net.Listener
+	release chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex // guards next and conns
+	next    map[string]chan struct{}
+	conns   []net.Conn
+}
+
+const inline9Answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+func startInline9LeftoverServer(t *testing.T, control func(network, address string, c syscall.RawConn) error) *inline9LeftoverServer {
+	t.Helper()
+	lc := net.ListenConfig{Control: control}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &inline9LeftoverServer{ln: ln, release: make(chan struct{}), next: map[string]chan struct{}{}}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			ch := make(chan struct{}, 64)
+			s.mu.Lock()
+			s.next[c.RemoteAddr().String()] = ch
+			s.conns = append(s.conns, c)
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go s.serve(c, ch)
+		}
+	}()
+	return s
+}
+
+func (s *inline9LeftoverServer) serve(c net.Conn, next chan struct{}) {
+	defer s.wg.Done()
+	defer c.Close()
+	var last [4]byte
+	b := make([]byte, 1)
+	for string(last[:]) != "\r\n\r\n" {
+		if _, err := c.Read(b); err != nil {
+			return
+		}
+		copy(last[:], last[1:])
+		last[3] = b[0]
+	}
+	if _, err := io.WriteString(c, inline9Answer); err != nil {
+		return
+	}
+	for {
+		select {
+		case <-next:
+			if _, err := io.WriteString(c, inline9Answer); err != nil {
+				return
+			}
+		case <-s.release:
+			io.Copy(io.Discard, c)
+			return
+		}
+	}
+}
+
+// answerNext tells the server goroutine of the connection whose client
+// end is local to answer one more request.
+func (s *inline9LeftoverServer) answerNext(local net.Addr) {
+	s.mu.Lock()
+	ch := s.next[local.String()]
+	s.mu.Unlock()
+	if ch != nil {
+		ch <- struct{}{}
+	}
+}
+
+func (s *inline9LeftoverServer) close() {
+	s.ln.Close()
+	select {
+	case <-s.release:
+	default:
+		close(s.release)
+	}
+	s.mu.Lock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// TestInline9Rev60LeftoverSendQueue: the bound assumes an idle
+// connection's send buffer is empty, but an early answer lets a kept
+// connection carry the unread body of its previous request. Over small
+// buffers (client SO_SNDBUF 8 KiB as reported, bound 4 KiB), several POSTs
+// each just under the bound (so each alone is written inline) go one after
+// the other to a server that answers each without reading any body and
+// reads everything only after the client has all answers. net/http writes
+// the bodies on its write goroutine, drops a connection whose write did
+// not end within 50 ms of the answer, and returns every answer; ferry
+// wrote each body inline on the caller's goroutine, so once the bodies
+// left in the send queue and the server's receive buffer added up to more
+// than the socket takes, RoundTrip blocked until the server read.
+func TestInline9Rev60LeftoverSendQueue(t *testing.T) {
+	t.Skip("rev60: inline bound ignores bytes of an earlier request still in the send queue (kept connection after an early answer): RoundTrip blocks where net/http returns")
+	for _, impl := range []string{"nethttp", "ferry"} {
+		t.Run(impl, func(t *testing.T) {
+			got := inline9LeftoverRun(t, impl)
+			if got != "" {
+				t.Errorf("%s: %s", impl, got)
+			}
+		})
+	}
+}
+
+func inline9LeftoverRun(t *testing.T, impl string) string {
+	s := startInline9LeftoverServer(t, smallBufferControl)
+	defer s.close()
+	sndbuf := make(chan int, 1)
+	d := inline9Dialer(true, sndbuf)
+	var rt http.RoundTripper = &http.Transport{DialContext: d.DialContext}
+	if impl == "ferry" {
+		rt = &Transport{DialContext: d.DialContext}
+	}
+	defer closeIdle(rt)
+	const requests = 8
+	size := 0
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if info.Reused {
+			s.answerNext(info.Conn.LocalAddr())
+		}
+	}}
+	for i := range requests {
+		if size == 0 {
+			size = 2048 // first request: sndbuf is not known yet
+		}
+		req, err := http.NewRequest("POST", "http://"+s.ln.Addr().String()+"/", bytes.NewReader(patterned(size)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req = req.WithContext(httptrace.WithClientTrace(context.Background(), trace))
+		resp, hung, err := roundTripGuarded(rt, req, func() { close(s.release) })
+		if hung {
+			return fmt.Sprintf("request %d (%d bytes): RoundTrip blocked until the server read the bodies", i, size)
+		}
+		if err != nil {
+			return fmt.Sprintf("request %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "ok" {
+			return fmt.Sprintf("request %d: status %d body %q", i, resp.StatusCode, b)
+		}
+		select {
+		case v := <-sndbuf:
+			if size == 2048 {
+				size = v/2 - 256 // head and body just under the bound
+			}
+		default:
+		}
+	}
+	return ""
+}
+
+// TestInline9Rev60LongHeadCounted: a head longer than the write buffer is
+// partly written to the socket before the bound is checked; those bytes
+// count too. Over small buffers (bound 4 KiB) with a 1 KiB write buffer, a
+// 3.5 KiB header and a 1 KiB body (4.5 KiB in all) go to the body writer,
+// the same header with a 200-byte body stays inline. (Counting only the
+// head bytes still buffered wrote the first inline.)
+func TestInline9Rev60LongHeadCounted(t *testing.T) {
+	for _, row := range []struct {
+		body      int
+		wantAsync int
+	}{
+		{200, 0},
+		{1024, 1},
+	} {
+		t.Run(fmt.Sprint(row.body), func(t *testing.T) {
+			sndbuf := make(chan int, 1)
+			tr := &Transport{DialContext: inline9Dialer(true, sndbuf).DialContext, WriteBufferSize: 1024}
+			defer tr.CloseIdleConnections()
+			p := newInline9Probe(t, tr)
+			s := startInline9Server(t, true, false, nil)
+			body := patterned(row.body)
+			req := newInline9Req(t, "POST", s.url+"/", bytes.NewReader(body))
+			req.Header.Set("X-Long", string(bytes.Repeat([]byte("h"), 3500)))
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if r := <-s.reqs; !bytes.Equal(r.body, body) {
+				t.Fatalf("server read %d bytes, not the body sent", len(r.body))
+			}
+			if v := <-sndbuf; v != 8192 {
+				t.Skipf("send buffer %d, want 8192 (SO_SNDBUF 4096 doubled)", v)
+			}
+			if n := p.asyncWrites(); n != row.wantAsync {
+				t.Errorf("%d body writers, want %d", n, row.wantAsync)
+			}
+		})
+	}
+}
+
+// TestInline9Rev60NoSocketReadOnce: a connection whose socket cannot be
+// reached (a wrapper from DialContext) gets bound 0 once, not a new
+// attempt at each request it carries.
+func TestInline9Rev60NoSocketReadOnce(t *testing.T) {
+	type wrapped struct{ net.Conn }
+	tr := &Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return wrapped{c}, nil
+	}}
+	defer tr.CloseIdleConnections()
+	p := newInline9Probe(t, tr)
+	s := startInline9Server(t, false, false, nil)
+	for i := range 3 {
+		postInline9(t, tr, s, patterned(100+i))
+	}
+	bounds, per := p.reads()
+	if len(per) != 1 || per[0] != 1 || bounds[0] != 0 {
+		t.Errorf("bounds %v, reads per connection %v, want one bound 0 on one connection", bounds, per)
+	}
+	if n := p.asyncWrites(); n != 3 {
+		t.Errorf("%d body writers, want 3", n)
+	}
+}
+
+// TestInline9Rev60TLSInTLS: an https origin through an https proxy (TLS
+// inside the CONNECT tunnel over TLS to the proxy) reaches its socket
+// through both TLS layers: the bound is half the send buffer less 1/16
+// twice, and a 1 KiB body is written inline.
+func TestInline9Rev60TLSInTLS(t *testing.T) {
+	cert, err := selfsigned.New("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := startTestProxy(t, cert, "")
+	sndbuf := make(chan int, 4)
+	tr := &Transport{
+		DialContext:     inline9Dialer(true, sndbuf).DialContext,
+		TLSClientConfig: cert.ClientConfig(),
+		Proxy:           http.ProxyURL(proxy.url("", "")),
+	}
+	defer tr.CloseIdleConnections()
+	p := newInline9Probe(t, tr)
+	s := startInline9Server(t, false, false, cert)
+	postInline9(t, tr, s, patterned(1024))
+	bounds, _ := p.reads()
+	v := <-sndbuf
+	if want := inlineBoundFromSendBuffer(v, 2); len(bounds) != 1 || bounds[0] != want || want <= 0 {
+		t.Errorf("bounds %v, want one of %d (send buffer %d, two TLS layers)", bounds, want, v)
+	}
+	if n := p.asyncWrites(); n != 0 {
+		t.Errorf("%d body writers, want none", n)
+	}
+}
+
+// inline9BufferControl sets SO_SNDBUF to snd and SO_RCVBUF to rcv (each
+// when not zero; the kernel doubles them and raises them to its minimum).
+func inline9BufferControl(snd, rcv int) func(_, _ string, rc syscall.RawConn) error {
+	return func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			if snd > 0 {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, snd)
+			}
+			if serr == nil && rcv > 0 {
+				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcv)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}
+}
+
+// TestInline9Rev60HalfSendBufferBlocks: the kernel claim the bound rests
+// on (a write of at most half the reported SO_SNDBUF into an idle
+// connection never blocks) does not hold on Linux when the peer's receive
+// window is small: the send queue is charged the truesize of many small
+// segments, and a single write of half the buffer blocked after 82-95% of
+// it (client SO_SNDBUF 16, 32 or 64 KiB, server SO_RCVBUF at its minimum;
+// kernel 6.18; raw-socket writes of 1 to 100 bytes blocked after a quarter
+// of the reported size or less). Each row's head and body fit under the
+// bound, so
+// ferry wrote them inline, to a server that answers on the head and reads
+// the body only once the client has the answer: net/http returns the
+// answer, ferry's RoundTrip blocked until the server read.
+func TestInline9Rev60HalfSendBufferBlocks(t *testing.T) {
+	t.Skip("rev60: a write of half SO_SNDBUF can block (small peer receive window, small writes): inline body under the bound hangs RoundTrip where net/http returns")
+	for _, row := range []struct {
+		name        string
+		snd, rcv    int // client SO_SNDBUF, server SO_RCVBUF
+		writeBuffer int
+		belowBound  int // body size: the bound less this
+	}{
+		{"snd16K", 16 << 10, 1, 0, 200},
+		{"snd64K", 64 << 10, 1, 0, 512},
+		{"snd32K", 32 << 10, 1, 0, 200},
+	} {
+		for _, impl := range []string{"nethttp", "ferry"} {
+			t.Run(row.name+"/"+impl, func(t *testing.T) {
+				s := startInline9LeftoverServer(t, inline9BufferControl(0, row.rcv))
+				defer s.close()
+				ctl := inline9BufferControl(row.snd, 0)
+				d := &net.Dialer{Control: ctl}
+				var rt http.RoundTripper = &http.Transport{DialContext: d.DialContext, WriteBufferSize: row.writeBuffer}
+				if impl == "ferry" {
+					rt = &Transport{DialContext: d.DialContext, WriteBufferSize: row.writeBuffer}
+				}
+				defer closeIdle(rt)
+				// The bound ferry derives: half the doubled buffer.
+				size := int(inlineBoundFromSendBuffer(2*row.snd, 0)) - row.belowBound
+				req := newInline9Req(t, "POST", "http://"+s.ln.Addr().String()+"/", bytes.NewReader(patterned(size)))
+				resp, hung, err := roundTripGuarded(rt, req, func() { close(s.release) })
+				if hung {
+					t.Fatalf("%s: POST of %d bytes: RoundTrip blocked until the server read the body", impl, size)
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", impl, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Fatalf("%s: status %d", impl, resp.StatusCode)
+				}
+			})
+		}
+	}
+}
