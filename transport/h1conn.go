@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/idlepool"
@@ -74,6 +75,13 @@ type h1Conn struct {
 	// read once, when inlineKnown is first set.
 	inlineMax   int64
 	inlineKnown bool
+	// inlineSock is the socket under the connection (TLS unwrapped), kept
+	// by inlineBound for the send-queue check; nil when unreachable.
+	inlineSock syscall.RawConn
+	// bodySent: a request on this connection has sent a body, whose bytes
+	// may still wait in the socket's send queue (an early answer): the
+	// next body goes inline only once that queue is found empty.
+	bodySent bool
 }
 
 // aLongTimeAgo is a deadline in the past: setting it makes pending and

@@ -19,7 +19,7 @@ import (
 
 // Tests of the inline request body bound (inlinebound.go): a body known to
 // be in memory is written on the caller's goroutine only when the head and
-// body fit in half of the connection's socket send buffer; anything else
+// body fit in a quarter of the connection's socket send buffer; anything else
 // goes to the body writer (asyncbody.go), as every body does in net/http.
 
 // inline9Probe watches one ferry Transport through the package's test
@@ -269,7 +269,7 @@ func postInline9(t *testing.T, rt http.RoundTripper, s *inline9Server, body []by
 
 // TestInline9BoundEdges: over a client socket whose send buffer the
 // kernel sets to 8 KiB (SO_SNDBUF 4096, doubled), a body whose head and
-// body add up to exactly half of it is written inline, one byte more goes
+// body add up to exactly a quarter of it is written inline, one byte more goes
 // to the body writer; the bound is read once for the connection that
 // carries them all. (Writing every body inline, or none, fails a row.)
 func TestInline9BoundEdges(t *testing.T) {
@@ -282,12 +282,12 @@ func TestInline9BoundEdges(t *testing.T) {
 	// A first body, inline whatever the bound, gives the head length
 	// (the same for every body with a four-digit Content-Length).
 	probe := postInline9(t, tr, s, patterned(1000))
-	half := int64(<-sndbuf) / 2
+	quarter := int64(<-sndbuf) / 4
 	bounds, _ := p.reads()
-	if len(bounds) != 1 || bounds[0] != half {
-		t.Fatalf("bounds read %v, want one of %d (half the send buffer)", bounds, half)
+	if len(bounds) != 1 || bounds[0] != quarter {
+		t.Fatalf("bounds read %v, want one of %d (a quarter of the send buffer)", bounds, quarter)
 	}
-	room := int(half) - probe.headLen
+	room := int(quarter) - probe.headLen
 	if room < 1000 || room >= 9999 {
 		t.Fatalf("room for a body %d: not a four-digit length", room)
 	}
@@ -308,7 +308,7 @@ func TestInline9BoundEdges(t *testing.T) {
 		}
 		if async := p.asyncWrites() > before; async != row.async {
 			t.Errorf("body of %d bytes (head+body %d, bound %d): body writer started %v, want %v",
-				row.size, row.size+r.headLen, half, async, row.async)
+				row.size, row.size+r.headLen, quarter, async, row.async)
 		}
 	}
 	if bounds, per := p.reads(); len(bounds) != 1 || len(per) != 1 || per[0] != 1 {
@@ -445,8 +445,8 @@ func TestInline9EarlyAnswer(t *testing.T) {
 					t.Errorf("bound %d for a connection without a reachable socket, want 0", bounds[0])
 				}
 				if !row.wrap {
-					// Half the send buffer, less 1/16 for each TLS layer.
-					want := int64(<-sndbuf) / 2
+					// A quarter of the send buffer, less 1/16 for each TLS layer.
+					want := int64(<-sndbuf) / 4
 					if row.tls {
 						want -= want / 16
 					}

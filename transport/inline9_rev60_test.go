@@ -129,7 +129,6 @@ func (s *inline9LeftoverServer) close() {
 // left in the send queue and the server's receive buffer added up to more
 // than the socket takes, RoundTrip blocked until the server read.
 func TestInline9Rev60LeftoverSendQueue(t *testing.T) {
-	t.Skip("rev60: inline bound ignores bytes of an earlier request still in the send queue (kept connection after an early answer): RoundTrip blocks where net/http returns")
 	for _, impl := range []string{"nethttp", "ferry"} {
 		t.Run(impl, func(t *testing.T) {
 			got := inline9LeftoverRun(t, impl)
@@ -181,7 +180,7 @@ func inline9LeftoverRun(t *testing.T, impl string) string {
 		select {
 		case v := <-sndbuf:
 			if size == 2048 {
-				size = v/2 - 256 // head and body just under the bound
+				size = v/4 - 256 // head and body just under the bound
 			}
 		default:
 		}
@@ -191,8 +190,8 @@ func inline9LeftoverRun(t *testing.T, impl string) string {
 
 // TestInline9Rev60LongHeadCounted: a head longer than the write buffer is
 // partly written to the socket before the bound is checked; those bytes
-// count too. Over small buffers (bound 4 KiB) with a 1 KiB write buffer, a
-// 3.5 KiB header and a 1 KiB body (4.5 KiB in all) go to the body writer,
+// count too. Over small buffers (bound 2 KiB) with a 1 KiB write buffer, a
+// 1.7 KiB header and a 1 KiB body (2.8 KiB in all) go to the body writer,
 // the same header with a 200-byte body stays inline. (Counting only the
 // head bytes still buffered wrote the first inline.)
 func TestInline9Rev60LongHeadCounted(t *testing.T) {
@@ -211,7 +210,7 @@ func TestInline9Rev60LongHeadCounted(t *testing.T) {
 			s := startInline9Server(t, true, false, nil)
 			body := patterned(row.body)
 			req := newInline9Req(t, "POST", s.url+"/", bytes.NewReader(body))
-			req.Header.Set("X-Long", string(bytes.Repeat([]byte("h"), 3500)))
+			req.Header.Set("X-Long", string(bytes.Repeat([]byte("h"), 1700)))
 			resp, err := tr.RoundTrip(req)
 			if err != nil {
 				t.Fatal(err)
@@ -260,7 +259,7 @@ func TestInline9Rev60NoSocketReadOnce(t *testing.T) {
 
 // TestInline9Rev60TLSInTLS: an https origin through an https proxy (TLS
 // inside the CONNECT tunnel over TLS to the proxy) reaches its socket
-// through both TLS layers: the bound is half the send buffer less 1/16
+// through both TLS layers: the bound is a quarter of the send buffer less 1/16
 // twice, and a 1 KiB body is written inline.
 func TestInline9Rev60TLSInTLS(t *testing.T) {
 	cert, err := selfsigned.New("127.0.0.1")
@@ -321,7 +320,6 @@ func inline9BufferControl(snd, rcv int) func(_, _ string, rc syscall.RawConn) er
 // the body only once the client has the answer: net/http returns the
 // answer, ferry's RoundTrip blocked until the server read.
 func TestInline9Rev60HalfSendBufferBlocks(t *testing.T) {
-	t.Skip("rev60: a write of half SO_SNDBUF can block (small peer receive window, small writes): inline body under the bound hangs RoundTrip where net/http returns")
 	for _, row := range []struct {
 		name        string
 		snd, rcv    int // client SO_SNDBUF, server SO_RCVBUF
@@ -343,7 +341,7 @@ func TestInline9Rev60HalfSendBufferBlocks(t *testing.T) {
 					rt = &Transport{DialContext: d.DialContext, WriteBufferSize: row.writeBuffer}
 				}
 				defer closeIdle(rt)
-				// The bound ferry derives: half the doubled buffer.
+				// The bound ferry derives: a quarter of the doubled buffer.
 				size := int(inlineBoundFromSendBuffer(2*row.snd, 0)) - row.belowBound
 				req := newInline9Req(t, "POST", "http://"+s.ln.Addr().String()+"/", bytes.NewReader(patterned(size)))
 				resp, hung, err := roundTripGuarded(rt, req, func() { close(s.release) })

@@ -22,17 +22,30 @@ const maxTLSLayers = 2
 
 // boundInline clears o.syncBody when the request's head (written into
 // pc.bw since pc.nwrite was start) and its body are more than pc's socket
-// certainly takes at once: the body writer then sends the body, and every
-// later use of syncBody in this attempt (Expect: 100-continue, the wait
-// for the writer in finish) sees it as any body not written inline. A
-// request without a body, or one not written inline anyway, costs a field
-// test. RoundTrip decides syncBody afresh (writesInline) for a body
-// replayed on another connection.
+// certainly takes at once, or when an earlier request's body may still sit
+// in the socket's send queue: the body writer then sends the body, and
+// every later use of syncBody in this attempt (Expect: 100-continue, the
+// wait for the writer in finish) sees it as any body not written inline. A
+// request without a body costs a field test. RoundTrip decides syncBody
+// afresh (writesInline) for a body replayed on another connection.
 func (pc *h1Conn) boundInline(o *outgoing, start int64) {
-	if !o.syncBody || o.body == nil {
+	if o.body == nil {
+		return
+	}
+	sentBefore := pc.bodySent
+	pc.bodySent = true
+	if !o.syncBody {
 		return
 	}
 	if pc.nwrite-start+int64(pc.bw.Buffered())+o.contentLength > pc.inlineBound() {
+		o.syncBody = false
+		return
+	}
+	// A server that answered an earlier request before reading its body
+	// may not have read it yet; those bytes, still queued, take room the
+	// bound counted on (TestInline9Rev60LeftoverSendQueue). One ioctl, on
+	// a connection that has carried a body before.
+	if sentBefore && !sendQueueEmpty(pc.inlineSock) {
 		o.syncBody = false
 	}
 }
@@ -47,9 +60,12 @@ func (pc *h1Conn) boundInline(o *outgoing, start int64) {
 func (pc *h1Conn) inlineBound() int64 {
 	if !pc.inlineKnown {
 		pc.inlineKnown = true
-		sndbuf, layers, ok := sendBufferOf(pc.conn)
+		rc, layers, ok := socketOf(pc.conn)
 		if ok {
-			pc.inlineMax = inlineBoundFromSendBuffer(sndbuf, layers)
+			if sndbuf, ok := socketSendBuffer(rc); ok {
+				pc.inlineMax = inlineBoundFromSendBuffer(sndbuf, layers)
+				pc.inlineSock = rc
+			}
 		}
 		if hook := testHookInlineBound; hook != nil {
 			hook(pc, pc.inlineMax)
@@ -65,25 +81,27 @@ var testHookInlineBound func(pc *h1Conn, bound int64)
 
 // inlineBoundFromSendBuffer turns a send buffer size as getsockopt
 // SO_SNDBUF reports it into the bytes that can be written without
-// blocking, when the connection's tlsLayers TLS layers encrypt them.
+// blocking into an empty send queue, when the connection's tlsLayers TLS
+// layers encrypt them.
 //
 // Linux doubles the value given to setsockopt(SO_SNDBUF) and reports the
-// doubled value: the second half is the kernel's allowance for its
-// bookkeeping, as the buffer is charged with each queued sk_buff's truesize
-// (the payload plus struct sk_buff, skb_shared_info and the header room,
-// about 1 KiB per sk_buff, and with small windows an sk_buff carries only a
-// few KiB). tcp_sendmsg blocks only once the queued truesize has reached
-// the limit, and bytes the peer has acknowledged (received, even if its
-// application has not read them) leave the buffer, so a payload of up to
-// half the reported value is taken at once. Bytes of an earlier request
-// still queued drain without the caller's help: the server must read them
-// to reach this request's head. An auto-tuned buffer (no SO_SNDBUF set)
-// starts at twice the truesize of the initial congestion window
-// (tcp_sndbuf_expand: about 85 KB for a 1460-byte MSS, megabytes over
-// loopback) and grows with the window; it shrinks only under system-wide
-// TCP memory pressure. The value read when the connection is first asked
-// is kept. Other systems report the size as set: half of it is a wider
-// margin still.
+// doubled value, as its allowance for bookkeeping: the queue is charged
+// each sk_buff's truesize (the payload plus struct sk_buff, skb_shared_info
+// and header room), and tcp_sendmsg blocks once that charge reaches the
+// limit. Bytes the peer has acknowledged (received, even if its
+// application has not read them) leave the queue. Half the reported value
+// is not enough: with the peer's receive window at its minimum, one write
+// of half the buffer blocked after 82-95% of it (kernel 6.18, 16-64 KiB
+// buffers; writes of 1 to 100 bytes blocked after a quarter of the
+// reported size or less, review of session 9). ferry's inline writes go
+// through its bufio.Writer, in pieces of the write buffer's size (4 KiB
+// by default) or one larger write, so a quarter of the reported size is
+// taken. An auto-tuned buffer (no SO_SNDBUF set) starts at twice the
+// truesize of the initial congestion window (tcp_sndbuf_expand: about 85
+// KB for a 1460-byte MSS, megabytes over loopback) and grows with the
+// window; it shrinks only under system-wide TCP memory pressure. The value
+// read when the connection is first asked is kept. Other systems report
+// the size as set: a quarter of it is a wider margin still.
 //
 // TLS adds to each record a header, a tag or MAC, and possibly an explicit
 // nonce and padding. Go's first records on a connection carry about
@@ -94,17 +112,17 @@ func inlineBoundFromSendBuffer(sndbuf, tlsLayers int) int64 {
 	if sndbuf <= 0 {
 		return 0
 	}
-	b := int64(sndbuf) / 2
+	b := int64(sndbuf) / 4
 	for range tlsLayers {
 		b -= b / 16
 	}
 	return b
 }
 
-// sendBufferOf returns the send buffer size of the socket under conn and
-// the number of TLS layers above it; ok is false when conn has no socket
-// ferry can reach (not a syscall.Conn once TLS is unwrapped).
-func sendBufferOf(conn net.Conn) (sndbuf, tlsLayers int, ok bool) {
+// socketOf returns the raw socket under conn and the number of TLS layers
+// above it; ok is false when conn has no socket ferry can reach (not a
+// syscall.Conn once TLS is unwrapped).
+func socketOf(conn net.Conn) (rc syscall.RawConn, tlsLayers int, ok bool) {
 	raw := conn
 	for tlsLayers < maxTLSLayers {
 		tc, isTLS := raw.(*tls.Conn)
@@ -116,12 +134,11 @@ func sendBufferOf(conn net.Conn) (sndbuf, tlsLayers int, ok bool) {
 	}
 	sc, isSock := raw.(syscall.Conn)
 	if !isSock {
-		return 0, 0, false
+		return nil, 0, false
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return 0, 0, false
+		return nil, 0, false
 	}
-	sndbuf, ok = socketSendBuffer(rc)
-	return sndbuf, tlsLayers, ok
+	return rc, tlsLayers, true
 }
