@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -190,27 +191,40 @@ func inline9LeftoverRun(t *testing.T, impl string) string {
 
 // TestInline9Rev60LongHeadCounted: a head longer than the write buffer is
 // partly written to the socket before the bound is checked; those bytes
-// count too. Over small buffers (bound 2 KiB) with a 1 KiB write buffer, a
-// 1.7 KiB header and a 1 KiB body (2.8 KiB in all) go to the body writer,
-// the same header with a 200-byte body stays inline. (Counting only the
-// head bytes still buffered wrote the first inline.)
+// count too. Over a client SO_SNDBUF of 16 KiB (reported 32 KiB, bound
+// 8 KiB) with the smallest write buffer that writes inline (4 KiB), a
+// 5 KiB header and a 4 KiB body (9 KiB in all) go to the body writer, the
+// same header with a 200-byte body stays inline. (Counting only the head
+// bytes still buffered wrote the first inline.) A write buffer under
+// 4 KiB writes no body inline.
 func TestInline9Rev60LongHeadCounted(t *testing.T) {
 	for _, row := range []struct {
-		body      int
-		wantAsync int
+		body, writeBuffer int
+		wantAsync         int
 	}{
-		{200, 0},
-		{1024, 1},
+		{200, minInlineWriteBuffer, 0},
+		{4096, minInlineWriteBuffer, 1},
+		{200, minInlineWriteBuffer - 1, 1},
 	} {
-		t.Run(fmt.Sprint(row.body), func(t *testing.T) {
-			sndbuf := make(chan int, 1)
-			tr := &Transport{DialContext: inline9Dialer(true, sndbuf).DialContext, WriteBufferSize: 1024}
+		t.Run(fmt.Sprint(row.body, "/", row.writeBuffer), func(t *testing.T) {
+			var reported atomic.Int64
+			ctl := inline9BufferControl(16<<10, 0)
+			d := &net.Dialer{Control: func(network, addr string, rc syscall.RawConn) error {
+				if err := ctl(network, addr, rc); err != nil {
+					return err
+				}
+				return rc.Control(func(fd uintptr) {
+					v, _ := syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+					reported.Store(int64(v))
+				})
+			}}
+			tr := &Transport{DialContext: d.DialContext, WriteBufferSize: row.writeBuffer}
 			defer tr.CloseIdleConnections()
 			p := newInline9Probe(t, tr)
-			s := startInline9Server(t, true, false, nil)
+			s := startInline9Server(t, false, false, nil)
 			body := patterned(row.body)
 			req := newInline9Req(t, "POST", s.url+"/", bytes.NewReader(body))
-			req.Header.Set("X-Long", string(bytes.Repeat([]byte("h"), 1700)))
+			req.Header.Set("X-Long", string(bytes.Repeat([]byte("h"), 5000)))
 			resp, err := tr.RoundTrip(req)
 			if err != nil {
 				t.Fatal(err)
@@ -220,8 +234,8 @@ func TestInline9Rev60LongHeadCounted(t *testing.T) {
 			if r := <-s.reqs; !bytes.Equal(r.body, body) {
 				t.Fatalf("server read %d bytes, not the body sent", len(r.body))
 			}
-			if v := <-sndbuf; v != 8192 {
-				t.Skipf("send buffer %d, want 8192 (SO_SNDBUF 4096 doubled)", v)
+			if v := reported.Load(); v != 32<<10 {
+				t.Skipf("send buffer %d, want 32768 (SO_SNDBUF 16384 doubled)", v)
 			}
 			if n := p.asyncWrites(); n != row.wantAsync {
 				t.Errorf("%d body writers, want %d", n, row.wantAsync)

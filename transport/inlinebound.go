@@ -16,6 +16,10 @@ import (
 // only what its socket's send buffer certainly holds; anything larger goes
 // to the body writer (asyncbody.go), as a body not in memory does.
 
+// minInlineWriteBuffer is the smallest write buffer (Transport's
+// WriteBufferSize, 4 KiB by default) with which bodies are written inline.
+const minInlineWriteBuffer = 4 << 10
+
 // maxTLSLayers is how many *tls.Conn layers (TLS to a proxy, then TLS to
 // the origin inside its tunnel) are unwrapped to reach the socket.
 const maxTLSLayers = 2
@@ -61,7 +65,10 @@ func (pc *h1Conn) inlineBound() int64 {
 	if !pc.inlineKnown {
 		pc.inlineKnown = true
 		rc, layers, ok := socketOf(pc.conn)
-		if ok {
+		// A write buffer under 4 KiB flushes in pieces small enough that
+		// their per-buffer charge fills the send queue before a quarter
+		// of it holds data (see inlineBoundFromSendBuffer): no inline body.
+		if ok && pc.bw.Size() >= minInlineWriteBuffer {
 			if sndbuf, ok := socketSendBuffer(rc); ok {
 				pc.inlineMax = inlineBoundFromSendBuffer(sndbuf, layers)
 				pc.inlineSock = rc
