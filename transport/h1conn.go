@@ -11,7 +11,6 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/idlepool"
@@ -75,9 +74,9 @@ type h1Conn struct {
 	// read once, when inlineKnown is first set.
 	inlineMax   int64
 	inlineKnown bool
-	// inlineSock is the socket under the connection (TLS unwrapped), kept
-	// by inlineBound for the send-queue check; nil when unreachable.
-	inlineSock syscall.RawConn
+	// inlineQueue reads the send queue of the socket under the connection
+	// (TLS unwrapped), made by inlineBound; nil when unreachable.
+	inlineQueue *sendQueue
 	// bodySent: a request on this connection has sent a body, whose bytes
 	// may still wait in the socket's send queue (an early answer): the
 	// next body goes inline only once that queue is found empty.

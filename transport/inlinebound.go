@@ -49,7 +49,7 @@ func (pc *h1Conn) boundInline(o *outgoing, start int64) {
 	// may not have read it yet; those bytes, still queued, take room the
 	// bound counted on (TestInline9Rev60LeftoverSendQueue). One ioctl, on
 	// a connection that has carried a body before.
-	if sentBefore && !sendQueueEmpty(pc.inlineSock) {
+	if sentBefore && !pc.inlineQueue.empty() {
 		o.syncBody = false
 	}
 }
@@ -71,7 +71,7 @@ func (pc *h1Conn) inlineBound() int64 {
 		if ok && pc.bw.Size() >= minInlineWriteBuffer {
 			if sndbuf, ok := socketSendBuffer(rc); ok {
 				pc.inlineMax = inlineBoundFromSendBuffer(sndbuf, layers)
-				pc.inlineSock = rc
+				pc.inlineQueue = newSendQueue(rc)
 			}
 		}
 		if hook := testHookInlineBound; hook != nil {

@@ -6,23 +6,42 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sendQueueEmpty reports whether rc's socket has no byte waiting in its
-// send queue, unsent or not yet acknowledged (one ioctl, SIOCOUTQ). False
-// when rc is nil or the ioctl fails.
-func sendQueueEmpty(rc syscall.RawConn) bool {
-	if rc == nil {
+// sendQueue reads how many bytes wait in a socket's send queue, unsent or
+// not yet acknowledged (one ioctl, SIOCOUTQ). It is made once per
+// connection: the function handed to RawConn.Control is bound to it then,
+// so a reading allocates nothing (a closure capturing its results would
+// allocate three times per request).
+type sendQueue struct {
+	rc     syscall.RawConn
+	read   func(fd uintptr)
+	queued int
+	err    error
+}
+
+func newSendQueue(rc syscall.RawConn) *sendQueue {
+	q := &sendQueue{rc: rc}
+	q.read = q.ioctl
+	return q
+}
+
+func (q *sendQueue) ioctl(fd uintptr) {
+	q.queued, q.err = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ)
+}
+
+// empty reports whether the socket's send queue holds no byte; false when
+// q is nil or the ioctl fails. Only the goroutine running the
+// connection's request calls it.
+func (q *sendQueue) empty() bool {
+	if q == nil {
 		return false
 	}
-	queued, qerr := -1, error(nil)
-	if err := rc.Control(func(fd uintptr) {
-		queued, qerr = unix.IoctlGetInt(int(fd), unix.SIOCOUTQ)
-	}); err != nil || qerr != nil {
+	if err := q.rc.Control(q.read); err != nil || q.err != nil {
 		return false
 	}
 	if hook := testHookSendQueue; hook != nil {
-		hook(queued)
+		hook(q.queued)
 	}
-	return queued == 0
+	return q.queued == 0
 }
 
 // testHookSendQueue, when set by a test, is called with each send-queue
