@@ -1,0 +1,177 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// goroutinesIn reports how many goroutines are blocked in a select inside
+// fn (a function name as it appears in a stack trace).
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		if bytes.Contains(g, []byte("[select")) && bytes.Contains(g, []byte(fn+"(")) {
+			n++
+		}
+	}
+	return n
+}
+
+// holdHandler is a protoHandler whose /hold requests wait until release
+// is closed; held receives the protocol of each as it arrives.
+func holdHandler() (*protoHandler, chan string, chan struct{}) {
+	held := make(chan string, 16)
+	release := make(chan struct{})
+	h := &protoHandler{extra: func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/hold" {
+			return false
+		}
+		held <- r.Proto
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		fmt.Fprintf(w, "%s ", r.Proto)
+		return true
+	}}
+	return h, held, release
+}
+
+// TestMaxConns9Rev61H3WaiterTakesFreedTCP: with a limit of 2, a QUIC
+// handshake stalls (UDP gate) holding one slot and a TCP connection is
+// busy with the other. A request that may use HTTP/3 finds no slot and
+// waits for a QUIC event. When the TCP request ends its connection is idle
+// in the pool: the waiting request must take it (as it would without the
+// alternative, and as net/http does with MaxConnsPerHost), not keep
+// waiting until the handshake ends (quic-go gives a handshake without an
+// answer up after 5 s).
+func TestMaxConns9Rev61H3WaiterTakesFreedTCP(t *testing.T) {
+	t.Skip("rev61: h3ConnLimited waits only for QUIC events; a TCP connection going idle (or a TCP slot freed) does not wake it, so it waits for the QUIC dial to end (handshake timeout) or a QUIC stream to end")
+	h3port, _ := startH3(t, &protoHandler{}, nil)
+	gate := startUDPGate(t, h3port)
+	h, held, release := holdHandler()
+	h.setAltSvc(altValue("", gate.port()))
+	var releaseOnce sync.Once
+	u := startTLSProto(t, h, false)
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) }) // before the server's Close
+	tr := newH3Transport(t, func(tr *Transport) {
+		tr.MaxConnsPerHost = 2
+		tr.h3.headStart = time.Nanosecond
+	})
+	defer gate.release() // let the handshake end so the Transport closes cleanly
+	if p, err := getProto(context.Background(), tr, u); err != nil || p != "HTTP/1.1" {
+		t.Fatalf("first request: %s, %v", p, err)
+	}
+	// A starts the QUIC dial (a free slot), which stalls at the gate, and
+	// goes over the idle TCP connection, where the server holds it.
+	errA := make(chan error, 1)
+	go func() {
+		p, err := getProto(context.Background(), tr, u+"/hold")
+		if err == nil && p != "HTTP/1.1" {
+			err = fmt.Errorf("held request over %s", p)
+		}
+		errA <- err
+	}()
+	if p := <-held; p != "HTTP/1.1" {
+		t.Fatalf("held request arrived over %s", p)
+	}
+	eventually(t, "the QUIC handshake to reach the gate", gate.received)
+	errC := make(chan error, 1)
+	ctxC, cancelC := context.WithCancel(context.Background())
+	defer cancelC()
+	go func() {
+		p, err := getProto(ctxC, tr, u)
+		if err == nil && p != "HTTP/1.1" {
+			err = fmt.Errorf("request over %s", p)
+		}
+		errC <- err
+	}()
+	eventually(t, "the request waiting for a QUIC event", func() bool { return goroutinesIn("h3ConnLimited") == 1 })
+	t0 := time.Now()
+	releaseOnce.Do(func() { close(release) })
+	if err := <-errA; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errC; err != nil {
+		t.Fatal(err)
+	}
+	// The dial is still stalled at the gate: only the TCP connection freed
+	// by A can have served C. (Unfixed, C returns only when quic-go gives
+	// the handshake up, seconds later, and goes over TCP then.)
+	tr.h3.mu.Lock()
+	dialling := len(tr.h3.flights)
+	tr.h3.mu.Unlock()
+	if dialling != 1 {
+		t.Fatalf("the request waited for the stalled QUIC dial to end (%v) while a TCP connection was idle", time.Since(t0))
+	}
+}
+
+// closeHookConn reports its Close to onClose.
+type closeHookConn struct {
+	net.Conn
+	onClose func()
+}
+
+func (c *closeHookConn) Close() error {
+	c.onClose()
+	return c.Conn.Close()
+}
+
+// TestMaxConns9Rev61DialCountedBeforeTCPClose pins the order of
+// takeQUICSlot (def1fb8): when a QUIC dial closes the origin's idle TCP
+// connection for its slot, QUIC already counts that slot as its own, so a
+// concurrent HTTP/3 request that finds the key full meanwhile waits for
+// the dial instead of queueing for TCP. The idle connection's socket is
+// wrapped so that its Close sees what such a request would see.
+func TestMaxConns9Rev61DialCountedBeforeTCPClose(t *testing.T) {
+	h := &protoHandler{}
+	h3port, _ := startH3(t, h, nil)
+	h.setAltSvc(altValue("", h3port))
+	u := startTLSProto(t, h, false)
+	tr := newH3Transport(t, func(tr *Transport) { tr.MaxConnsPerHost = 1 })
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := tr.connKeyFor(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := getProto(context.Background(), tr, u); err != nil || p != "HTTP/1.1" {
+		t.Fatalf("first request: %s, %v", p, err)
+	}
+	pc, _, ok := tr.pool.TryGet(key)
+	if !ok {
+		t.Fatal("no idle TCP connection after the first request")
+	}
+	heldAtClose := make(chan bool, 1)
+	pc.conn = &closeHookConn{Conn: pc.conn, onClose: func() {
+		select {
+		case heldAtClose <- tr.h3.quic.holds(key):
+		default:
+		}
+	}}
+	tr.pool.Put(key, pc)
+	// The alternative is known and the TCP connection idle: the next
+	// request's QUIC dial closes it for the only slot.
+	if _, err := getProto(context.Background(), tr, u); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case held := <-heldAtClose:
+		if !held {
+			t.Fatal("the idle TCP connection was closed for a QUIC dial before QUIC counted the slot: a concurrent HTTP/3 request would queue for TCP")
+		}
+	default:
+		t.Fatal("the idle TCP connection was not closed for the QUIC dial")
+	}
+}
