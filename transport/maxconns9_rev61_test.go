@@ -175,3 +175,72 @@ func TestMaxConns9Rev61DialCountedBeforeTCPClose(t *testing.T) {
 		t.Fatal("the idle TCP connection was not closed for the QUIC dial")
 	}
 }
+
+// TestMaxConns9Rev61DeadQUICGivesSlotToTCP: with a limit of 1, the QUIC
+// connection holding the only slot ends without the Transport closing it
+// (the HTTP/3 pool's idle expiry, the peer closing it). Its slot is not
+// given back when it ends; a TCP request that finds the key full takes it
+// back (quicReclaim of a dead connection) instead of waiting for ever.
+func TestMaxConns9Rev61DeadQUICGivesSlotToTCP(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		idle time.Duration // IdleConnTimeout
+		peer bool          // the server closes the QUIC connection
+	}{
+		{name: "idle expiry", idle: 50 * time.Millisecond},
+		{name: "peer close", peer: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &protoHandler{}
+			h3port, srv3 := startH3(t, h, nil)
+			h.setAltSvc(altValue("", h3port))
+			u := startTLSProto(t, h, false)
+			tr := newH3Transport(t, func(tr *Transport) {
+				tr.MaxConnsPerHost = 1
+				tr.IdleConnTimeout = tc.idle
+			})
+			req, err := http.NewRequest("GET", u, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, err := tr.connKeyFor(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "a request over HTTP/3", func() bool {
+				p, err := getProto(context.Background(), tr, u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p == "HTTP/3.0"
+			})
+			if tc.peer {
+				srv3.Close()
+			}
+			eventually(t, "the QUIC connection dead", func() bool {
+				tr.h3.mu.Lock()
+				defer tr.h3.mu.Unlock()
+				for c := range tr.h3.conns {
+					if c.Usable() {
+						return false
+					}
+				}
+				return true
+			})
+			if n := tr.pool.ConnsLen(key); n != 1 {
+				t.Fatalf("TCP key holds %d slots with the QUIC connection dead, want 1 (its slot, not yet reclaimed)", n)
+			}
+			advertise(t, tr.altSvcCache(), u, "clear")
+			p, err := getProto(context.Background(), tr, u)
+			if err != nil || p != "HTTP/1.1" {
+				t.Fatalf("TCP request after the QUIC connection died: %s, %v", p, err)
+			}
+			if n := tr.h3.quic.held.Load(); n != 0 {
+				t.Fatalf("QUIC still holds %d slots", n)
+			}
+			if n := tr.pool.ConnsLen(key); n != 1 {
+				t.Fatalf("TCP key holds %d slots, want 1", n)
+			}
+		})
+	}
+}
