@@ -244,3 +244,103 @@ func TestMaxConns9Rev61DeadQUICGivesSlotToTCP(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxConns9Rev61FailedTakeQueuesForTCP: with a limit of 1 and the only
+// slot held by a busy TCP connection, a request that may use HTTP/3 finds
+// no slot for a QUIC dial (takeQUICSlot fails and must leave no count
+// behind). Nothing of QUIC holds the key, so it queues for TCP and gets the
+// connection when the busy request ends, as net/http's request would.
+func TestMaxConns9Rev61FailedTakeQueuesForTCP(t *testing.T) {
+	h3port, _ := startH3(t, &protoHandler{}, nil)
+	h, held, release := holdHandler()
+	var releaseOnce sync.Once
+	u := startTLSProto(t, h, false)
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	tr := newH3Transport(t, func(tr *Transport) { tr.MaxConnsPerHost = 1 })
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := tr.connKeyFor(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errA := make(chan error, 1)
+	go func() { // no alternative known yet: over TCP
+		_, err := getProto(context.Background(), tr, u+"/hold")
+		errA <- err
+	}()
+	if p := <-held; p != "HTTP/1.1" {
+		t.Fatalf("held request arrived over %s", p)
+	}
+	advertise(t, tr.altSvcCache(), u, altValue("", h3port))
+	errB := make(chan error, 1)
+	go func() {
+		p, err := getProto(context.Background(), tr, u)
+		if err == nil && p != "HTTP/1.1" {
+			err = fmt.Errorf("request over %s", p)
+		}
+		errB <- err
+	}()
+	eventually(t, "the request queued for TCP", func() bool { return tr.pool.Waiting(key) == 1 })
+	if n := tr.h3.quic.held.Load(); n != 0 {
+		t.Fatalf("QUIC holds %d slots after a dial found none", n)
+	}
+	releaseOnce.Do(func() { close(release) })
+	if err := <-errA; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errB; err != nil {
+		t.Fatalf("queued request: %v", err)
+	}
+}
+
+// TestMaxConns9Rev61H3RequestUsesIdleTCP: with a limit of 2, a QUIC
+// handshake stalls (UDP gate) holding one slot and an idle TCP connection
+// holds the other. A request that may use HTTP/3 spends its head start at
+// once and takes the idle TCP connection (h3ConnLimited's tcpAtHand)
+// instead of waiting for the dial.
+func TestMaxConns9Rev61H3RequestUsesIdleTCP(t *testing.T) {
+	h3port, _ := startH3(t, &protoHandler{}, nil)
+	gate := startUDPGate(t, h3port)
+	h, held, release := holdHandler()
+	h.setAltSvc(altValue("", gate.port()))
+	var releaseOnce sync.Once
+	u := startTLSProto(t, h, false)
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	tr := newH3Transport(t, func(tr *Transport) {
+		tr.MaxConnsPerHost = 2
+		tr.h3.headStart = time.Nanosecond
+	})
+	defer gate.release()
+	if p, err := getProto(context.Background(), tr, u); err != nil || p != "HTTP/1.1" {
+		t.Fatalf("first request: %s, %v", p, err)
+	}
+	// A starts the QUIC dial (a free slot), which stalls at the gate, and
+	// goes over the idle TCP connection; when it ends that is idle again.
+	errA := make(chan error, 1)
+	go func() {
+		p, err := getProto(context.Background(), tr, u+"/hold")
+		if err == nil && p != "HTTP/1.1" {
+			err = fmt.Errorf("held request over %s", p)
+		}
+		errA <- err
+	}()
+	if p := <-held; p != "HTTP/1.1" {
+		t.Fatalf("held request arrived over %s", p)
+	}
+	eventually(t, "the QUIC handshake to reach the gate", gate.received)
+	releaseOnce.Do(func() { close(release) })
+	if err := <-errA; err != nil {
+		t.Fatal(err)
+	}
+	if p, err := getProto(context.Background(), tr, u); err != nil || p != "HTTP/1.1" {
+		t.Fatalf("request with an idle TCP connection and the dial stalled: %s, %v", p, err)
+	}
+	tr.h3.mu.Lock()
+	dialling := len(tr.h3.flights)
+	tr.h3.mu.Unlock()
+	if dialling != 1 {
+		t.Fatal("the request waited for the stalled QUIC dial to end while a TCP connection was idle")
+	}
+}
