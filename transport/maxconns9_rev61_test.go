@@ -344,3 +344,42 @@ func TestMaxConns9Rev61H3RequestUsesIdleTCP(t *testing.T) {
 		t.Fatal("the request waited for the stalled QUIC dial to end while a TCP connection was idle")
 	}
 }
+
+// TestMaxConns9Rev61CloseIdleGivesQUICSlotBack: CloseIdleConnections
+// closes an idle QUIC connection and gives its slot back at once, as it
+// does for an idle TCP connection: the origin's key holds nothing after.
+func TestMaxConns9Rev61CloseIdleGivesQUICSlotBack(t *testing.T) {
+	h := &protoHandler{}
+	h3port, _ := startH3(t, h, nil)
+	h.setAltSvc(altValue("", h3port))
+	u := startTLSProto(t, h, false)
+	tr := newH3Transport(t, func(tr *Transport) { tr.MaxConnsPerHost = 1 })
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := tr.connKeyFor(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a request over HTTP/3", func() bool {
+		p, err := getProto(context.Background(), tr, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p == "HTTP/3.0"
+	})
+	if n := tr.pool.ConnsLen(key); n != 1 {
+		t.Fatalf("key holds %d slots on HTTP/3, want 1", n)
+	}
+	tr.CloseIdleConnections()
+	if n := tr.h3.quic.held.Load(); n != 0 {
+		t.Fatalf("QUIC holds %d slots after CloseIdleConnections", n)
+	}
+	if n := tr.pool.ConnsLen(key); n != 0 {
+		t.Fatalf("key holds %d slots after CloseIdleConnections, want 0", n)
+	}
+	if p, err := getProto(context.Background(), tr, u); err != nil {
+		t.Fatalf("request after CloseIdleConnections: %s, %v", p, err)
+	}
+}
