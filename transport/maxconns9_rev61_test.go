@@ -383,3 +383,103 @@ func TestMaxConns9Rev61CloseIdleGivesQUICSlotBack(t *testing.T) {
 		t.Fatalf("request after CloseIdleConnections: %s, %v", p, err)
 	}
 }
+
+// TestMaxConns9Rev61H3WaiterParksUntilStreamEnd: with a limit of 1 the only
+// slot is a QUIC connection with all its streams (100) in use. Another
+// request can neither open a stream nor take a slot for a dial, so it
+// waits for a QUIC event: parked, not spinning, until one of the requests
+// ends, then it takes the freed stream.
+//
+// Unfixed, h3ConnLimited spins: each turn takeQUICSlot fails and its
+// failure path calls quic.changed(), which closes the very wake channel
+// the request took at the top of the loop, so the select never blocks
+// (the goroutine is always runnable in ReserveStream/takeQUICSlot; two such
+// requests would also wake each other).
+func TestMaxConns9Rev61H3WaiterParksUntilStreamEnd(t *testing.T) {
+	t.Skip("rev61: h3ConnLimited busy-loops while QUIC holds the key and no dial can start: takeQUICSlot's failure path calls quic.changed(), closing the waiter's own wake channel")
+	const streams = 100 // h3conn.DefaultMaxConcurrentStreams, quic-go's server default too
+	held := make(chan string, streams)
+	one := make(chan struct{})
+	all := make(chan struct{})
+	h := &protoHandler{extra: func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/hold" {
+			return false
+		}
+		held <- r.Proto
+		select {
+		case <-one:
+		case <-all:
+		case <-r.Context().Done():
+		}
+		fmt.Fprintf(w, "%s ", r.Proto)
+		return true
+	}}
+	h3port, _ := startH3(t, h, nil)
+	h.setAltSvc(altValue("", h3port))
+	u := startTLSProto(t, h, false)
+	tr := newH3Transport(t, func(tr *Transport) { tr.MaxConnsPerHost = 1 })
+	eventually(t, "a request over HTTP/3", func() bool {
+		p, err := getProto(context.Background(), tr, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p == "HTTP/3.0"
+	})
+	errs := make(chan error, streams)
+	errC := make(chan error, 1)
+	var allOnce sync.Once
+	left := streams
+	cDone := false
+	defer func() { // every request ends before the test does
+		allOnce.Do(func() { close(all) })
+		for range left {
+			<-errs
+		}
+		if !cDone {
+			<-errC
+		}
+	}()
+	for range streams {
+		go func() {
+			p, err := getProto(context.Background(), tr, u+"/hold")
+			if err == nil && p != "HTTP/3.0" {
+				err = fmt.Errorf("held request over %s", p)
+			}
+			errs <- err
+		}()
+	}
+	for range streams {
+		if p := <-held; p != "HTTP/3.0" {
+			t.Errorf("held request arrived over %s", p)
+			return
+		}
+	}
+	go func() {
+		p, err := getProto(context.Background(), tr, u)
+		if err == nil && p != "HTTP/3.0" {
+			err = fmt.Errorf("request over %s", p)
+		}
+		errC <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); goroutinesIn("h3ConnLimited") != 1; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Error("the request waiting for a stream never parked in h3ConnLimited's select (it spins)")
+			return
+		}
+	}
+	one <- struct{}{} // one held request ends
+	left--
+	if err := <-errs; err != nil {
+		t.Error(err)
+		return
+	}
+	select {
+	case err := <-errC:
+		cDone = true
+		if err != nil {
+			t.Error(err)
+		}
+	case <-time.After(10 * time.Second): // hang guard
+		t.Error("the waiting request did not take the stream freed by a request's end")
+	}
+}
