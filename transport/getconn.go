@@ -122,6 +122,7 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 		} else if w.ctx.Err() != nil {
 			// Cancelled as the pool gave it the slot: no dial.
 			t.pool.Release(key)
+			t.tcpSlotEvent()
 			return nil, nil, w.end()
 		}
 		pc, sc, again, err := t.dialHeld(w, key, ds)
@@ -133,6 +134,7 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 		if err != nil {
 			t.stats.countDialError()
 			t.pool.Release(key)
+			t.tcpSlotEvent()
 			if cerr != nil {
 				return nil, nil, cerr
 			}
@@ -172,6 +174,7 @@ func (t *Transport) dialHeld(w *connWait, key connKey, ds *dialState) (pc *h1Con
 		if !returned {
 			w.end()
 			t.pool.Release(key)
+			t.tcpSlotEvent()
 		}
 	}()
 	pc, sc, again, err = t.dialAny(w.ctx, key, ds)

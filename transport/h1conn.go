@@ -145,6 +145,7 @@ func (pc *h1Conn) closeAndRelease() error {
 	pc.t.stats.countH1Closed()
 	err := pc.conn.Close()
 	pc.t.pool.Release(pc.key)
+	pc.t.tcpSlotEvent()
 	return err
 }
 
@@ -292,8 +293,10 @@ func (pc *h1Conn) putIdle() error {
 		return errCloseIdle
 	}
 	if !pc.t.pool.PutHashed(pc.key, pc.keyHash, pc) {
+		pc.t.tcpSlotEvent()
 		return errTooManyIdle // the pool closed it
 	}
+	pc.t.tcpSlotEvent()
 	// CloseIdleConnections sets closeIdle before it sweeps the pool: if it
 	// is still clear here, that sweep comes after this Put and finds the
 	// connection. If it is set now, the sweep may have run before the Put

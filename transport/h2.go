@@ -201,7 +201,10 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 	}
 	if c, ok := sc.(*h2Shared); ok && t.MaxConnsPerHost > 0 {
 		// Requests wait in the pool for a stream of this connection.
-		c.OnStreamFree(func() { t.pool.StreamReleased(key) })
+		c.OnStreamFree(func() {
+			t.pool.StreamReleased(key)
+			t.tcpSlotEvent()
+		})
 	}
 	t.h2.live.add(sc, key)
 	t.pool.AddShared(key, sc)
@@ -272,6 +275,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 	}
 	if !sc.Usable() {
 		t.pool.RemoveShared(key, sc)
+		t.tcpSlotEvent()
 	}
 	var np *h2conn.NotProcessedError
 	if !errors.As(err, &np) {

@@ -65,6 +65,11 @@ type quicSlots struct {
 	perKey map[connKey]int           // slots held per TCP key: dials and connections
 	// wake is closed (and cleared) by changed; nil until a request waits.
 	wake chan struct{}
+	// parked counts the requests in h3ConnLimited's loop, so that TCP
+	// slot events (tcpSlotEvent) wake them only when there are some. A
+	// request counts itself before it first takes wake: an event after
+	// that either sees it or came before its checks.
+	parked atomic.Int32
 }
 
 // quicSlot is the TCP key a QUIC connection holds a slot of, and its
@@ -182,8 +187,12 @@ func (t *Transport) takeQUICSlot(h *h3Client, key connKey) bool {
 		ok = t.pool.TryReserve(key)
 	}
 	if !ok {
+		// No changed() here: a request that saw this dial's count and
+		// waits in h3ConnLimited is woken by the next TCP slot event
+		// (tcpSlotEvent) or QUIC event, and the request calling this,
+		// itself in h3ConnLimited's loop, would only wake itself and
+		// spin (TestMaxConns9Rev61H3WaiterParksUntilStreamEnd).
 		h.quic.add(key, -1)
-		h.quic.changed()
 	}
 	return ok
 }
@@ -300,6 +309,8 @@ func (t *Transport) h3ConnLimited(req *http.Request, o *outgoing, h *h3Client, h
 		return s.(*h3conn.Conn), nil // the common case, without the loop's locks
 	}
 	ctx := req.Context()
+	h.quic.parked.Add(1)
+	defer h.quic.parked.Add(-1)
 	for {
 		wake := h.quic.waitChan()
 		alt, ok := h.cache.Usable(hk.origin, "h3")
@@ -326,5 +337,16 @@ func (t *Transport) h3ConnLimited(req *http.Request, o *outgoing, h *h3Client, h
 		case <-req.Cancel:
 			return nil, errRequestCanceled
 		}
+	}
+}
+
+// tcpSlotEvent wakes the HTTP/3 requests waiting in h3ConnLimited when a
+// TCP connection of some key went idle, freed a stream or gave its slot
+// back: such a request may now take it (TestMaxConns9Rev61H3WaiterTakesFreedTCP;
+// before, it waited for the next QUIC event, seconds for a stalled dial).
+// Without MaxConnsPerHost or a waiting request it costs two loads.
+func (t *Transport) tcpSlotEvent() {
+	if t.MaxConnsPerHost > 0 && t.h3.quic.parked.Load() > 0 {
+		t.h3.quic.changed()
 	}
 }
