@@ -292,11 +292,11 @@ func (pc *h1Conn) putIdle() error {
 		pc.closeAndRelease()
 		return errCloseIdle
 	}
-	if !pc.t.pool.PutHashed(pc.key, pc.keyHash, pc) {
-		pc.t.tcpSlotEvent()
+	kept := pc.t.pool.PutHashed(pc.key, pc.keyHash, pc)
+	pc.t.tcpSlotEvent() // idle now, or closed and its slot given back
+	if !kept {
 		return errTooManyIdle // the pool closed it
 	}
-	pc.t.tcpSlotEvent()
 	// CloseIdleConnections sets closeIdle before it sweeps the pool: if it
 	// is still clear here, that sweep comes after this Put and finds the
 	// connection. If it is set now, the sweep may have run before the Put

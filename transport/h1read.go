@@ -209,8 +209,11 @@ var invalidValueByte = func() (t [256]uint8) {
 }()
 
 // validValue reports whether every byte of v may appear in a header value:
-// one table load per byte and a single test at the end (about half the
-// instructions of testing each byte with validValueByte, callgrind).
+// one table load and an OR per byte (7 instructions in its amd64 loop) and
+// a single test at the end, where testing each byte with validValueByte
+// branched on every byte. Its own saving was not measured apart: the
+// commit that brought it moved the in-memory GET by 76 instructions
+// together with the key filter's new mix.
 func validValue(v string) bool {
 	bad := uint8(0)
 	for i := range len(v) {

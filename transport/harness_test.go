@@ -183,6 +183,14 @@ func startRawServer(t *testing.T, script func(c *rawConn)) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveRaw(t, ln, script)
+}
+
+// serveRaw is startRawServer on a listener the caller made (small socket
+// buffers, TLS): it runs script on each connection it accepts and, when
+// the test ends, closes the listener and every live connection and waits
+// for the scripts. URL is "http://" and the listener's address.
+func serveRaw(tb testing.TB, ln net.Listener, script func(c *rawConn)) *testServer {
 	s := &testServer{ln: ln, URL: "http://" + ln.Addr().String(), live: map[net.Conn]bool{}, close: make(chan struct{})}
 	s.wg.Add(1)
 	go func() {
@@ -207,7 +215,7 @@ func startRawServer(t *testing.T, script func(c *rawConn)) *testServer {
 			}(n)
 		}
 	}()
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		close(s.close)
 		ln.Close()
 		s.mu.Lock()

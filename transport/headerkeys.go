@@ -107,9 +107,10 @@ var keyByteClass = func() [256]uint8 {
 //
 // One table load per byte and no branch inside the loop: every byte must
 // be allowed, and a space or a letter in the wrong case for its position
-// is noted; the table says what is wrong at the next position. About 6
-// instructions per byte against 20 for the byte-by-byte version with
-// branches (callgrind, BenchmarkRoundTripInMemory).
+// is noted; the table says what is wrong at the next position. The loop
+// is 11 instructions per byte (its amd64 assembly); the byte-by-byte
+// version with branches measured about 20 (callgrind,
+// BenchmarkRoundTripInMemory: 944 instructions for four keys of 44 bytes).
 func classifyKey(k string) canonicalKeyState {
 	if len(k) == 0 {
 		return keyInvalid

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 )
 
@@ -71,37 +70,7 @@ func startInline9BenchServer(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex // guards conns
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				serveInline9Bench(c)
-			}()
-		}
-	}()
-	b.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
+	serveRaw(b, ln, func(c *rawConn) { serveInline9Bench(c.Conn) })
 	return ln.Addr().String()
 }
 

@@ -110,37 +110,7 @@ func startInline9Server(t *testing.T, small, early bool, cert *selfsigned.Cert) 
 		s.url = "https://" + ln.Addr().String()
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert.TLS}})
 	}
-	var mu sync.Mutex // guards live
-	live := map[net.Conn]bool{}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			live[c] = true
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				s.serve(c, early)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for c := range live {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
+	serveRaw(t, ln, func(c *rawConn) { s.serve(c.Conn, early) })
 	return s
 }
 

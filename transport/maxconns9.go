@@ -46,11 +46,13 @@ import (
 //   - A request that may use HTTP/3 and would find its key full of QUIC
 //     slots (a dial in progress, or a connection whose streams are all in
 //     use) does not queue for TCP behind them: it waits for the next QUIC
-//     event (dial ended, stream ended, slot given back) and looks again
-//     (h3ConnLimited).
+//     event (dial ended, stream ended, slot given back) or TCP slot event
+//     (a TCP connection idle, closed or with a stream freed: tcpSlotEvent)
+//     and looks again (h3ConnLimited).
 //
-// Without a limit nothing here runs: the request path is today's, with no
-// lock or allocation added.
+// Without a limit nothing here runs but tcpSlotEvent's test of
+// MaxConnsPerHost (one load per request): no lock or allocation is added
+// to the request path.
 
 // quicSlots is what QUIC holds of MaxConnsPerHost, per TCP key.
 type quicSlots struct {

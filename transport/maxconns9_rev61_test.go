@@ -72,17 +72,7 @@ func TestMaxConns9Rev61H3WaiterTakesFreedTCP(t *testing.T) {
 	}
 	// A starts the QUIC dial (a free slot), which stalls at the gate, and
 	// goes over the idle TCP connection, where the server holds it.
-	errA := make(chan error, 1)
-	go func() {
-		p, err := getProto(context.Background(), tr, u+"/hold")
-		if err == nil && p != "HTTP/1.1" {
-			err = fmt.Errorf("held request over %s", p)
-		}
-		errA <- err
-	}()
-	if p := <-held; p != "HTTP/1.1" {
-		t.Fatalf("held request arrived over %s", p)
-	}
+	errA := startHeldH1(t, tr, u, held)
 	eventually(t, "the QUIC handshake to reach the gate", gate.received)
 	errC := make(chan error, 1)
 	ctxC, cancelC := context.WithCancel(context.Background())
@@ -317,17 +307,7 @@ func TestMaxConns9Rev61H3RequestUsesIdleTCP(t *testing.T) {
 	}
 	// A starts the QUIC dial (a free slot), which stalls at the gate, and
 	// goes over the idle TCP connection; when it ends that is idle again.
-	errA := make(chan error, 1)
-	go func() {
-		p, err := getProto(context.Background(), tr, u+"/hold")
-		if err == nil && p != "HTTP/1.1" {
-			err = fmt.Errorf("held request over %s", p)
-		}
-		errA <- err
-	}()
-	if p := <-held; p != "HTTP/1.1" {
-		t.Fatalf("held request arrived over %s", p)
-	}
+	errA := startHeldH1(t, tr, u, held)
 	eventually(t, "the QUIC handshake to reach the gate", gate.received)
 	releaseOnce.Do(func() { close(release) })
 	if err := <-errA; err != nil {
@@ -480,4 +460,24 @@ func TestMaxConns9Rev61H3WaiterParksUntilStreamEnd(t *testing.T) {
 	case <-time.After(10 * time.Second): // hang guard
 		t.Error("the waiting request did not take the stream freed by a request's end")
 	}
+}
+
+// startHeldH1 sends a request for u+"/hold" on a goroutine and waits until
+// the server, which reports each held request's protocol on held, holds it
+// over HTTP/1.1. The request's outcome (an error if it did not end over
+// HTTP/1.1) comes on the channel returned once the server lets it go.
+func startHeldH1(t *testing.T, tr *Transport, u string, held <-chan string) <-chan error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		p, err := getProto(context.Background(), tr, u+"/hold")
+		if err == nil && p != "HTTP/1.1" {
+			err = fmt.Errorf("held request over %s", p)
+		}
+		errc <- err
+	}()
+	if p := <-held; p != "HTTP/1.1" {
+		t.Fatalf("held request arrived over %s", p)
+	}
+	return errc
 }
