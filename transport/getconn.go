@@ -121,8 +121,7 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			w = t.armConnWait(ctx, o.req)
 		} else if w.ctx.Err() != nil {
 			// Cancelled as the pool gave it the slot: no dial.
-			t.pool.Release(key)
-			t.tcpSlotEvent()
+			t.releaseTCPSlot(key)
 			return nil, nil, w.end()
 		}
 		pc, sc, again, err := t.dialHeld(w, key, ds)
@@ -133,8 +132,7 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 		w = nil
 		if err != nil {
 			t.stats.countDialError()
-			t.pool.Release(key)
-			t.tcpSlotEvent()
+			t.releaseTCPSlot(key)
 			if cerr != nil {
 				return nil, nil, cerr
 			}
@@ -173,8 +171,7 @@ func (t *Transport) dialHeld(w *connWait, key connKey, ds *dialState) (pc *h1Con
 	defer func() {
 		if !returned {
 			w.end()
-			t.pool.Release(key)
-			t.tcpSlotEvent()
+			t.releaseTCPSlot(key)
 		}
 	}()
 	pc, sc, again, err = t.dialAny(w.ctx, key, ds)

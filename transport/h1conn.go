@@ -144,8 +144,7 @@ func (pc *h1Conn) closeAndRelease() error {
 	pc.closed = true
 	pc.t.stats.countH1Closed()
 	err := pc.conn.Close()
-	pc.t.pool.Release(pc.key)
-	pc.t.tcpSlotEvent()
+	pc.t.releaseTCPSlot(pc.key)
 	return err
 }
 

@@ -155,7 +155,7 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 			return nil, nil, false, context.Cause(ctx)
 		}
 		if f.shared {
-			t.pool.Release(key)
+			t.releaseTCPSlot(key)
 			return nil, nil, true, nil
 		}
 		f = nil // it spoke HTTP/1 or failed: dial our own, as net/http does
@@ -174,7 +174,7 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 		// rather than dial a connection net/http would not have dialled.
 		if s, ok := t.pool.GetShared(key); ok {
 			s.(sharedConn).ReleaseStream()
-			t.pool.Release(key)
+			t.releaseTCPSlot(key)
 			outcome = dialShared // followers look in the pool too
 			return nil, nil, true, nil
 		}

@@ -342,6 +342,15 @@ func (t *Transport) h3ConnLimited(req *http.Request, o *outgoing, h *h3Client, h
 	}
 }
 
+// releaseTCPSlot gives back a slot of key that a TCP request or connection
+// held (a connection closed, a dial that failed or is not needed), waking
+// the HTTP/3 requests that may want it (tcpSlotEvent). Every such release
+// goes through here, so that none forgets the wake.
+func (t *Transport) releaseTCPSlot(key connKey) {
+	t.pool.Release(key)
+	t.tcpSlotEvent()
+}
+
 // tcpSlotEvent wakes the HTTP/3 requests waiting in h3ConnLimited when a
 // TCP connection of some key went idle, freed a stream or gave its slot
 // back: such a request may now take it (TestMaxConns9Rev61H3WaiterTakesFreedTCP;
