@@ -280,7 +280,8 @@ func parseHeaderFieldsInto(s string, hint int, spare []string) (http.Header, int
 		// obs-fold: continuation lines join the previous line with one space.
 		// The field name must be on the first line (textproto checks the
 		// colon there).
-		if len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		folded := len(s) > 0 && (s[0] == ' ' || s[0] == '\t')
+		if folded {
 			if strings.IndexByte(line, ':') < 0 {
 				return nil, 0, 0, protocolError(fmt.Sprintf("malformed MIME header: missing colon: %q", line))
 			}
@@ -308,7 +309,14 @@ func parseHeaderFieldsInto(s string, hint int, spare []string) (http.Header, int
 		if !validValue(v) {
 			return nil, 0, 0, protocolError(fmt.Sprintf("malformed MIME header line: %q", line))
 		}
-		v = trimOWS(v)
+		if folded {
+			// Each joined piece is trimmed already; like textproto, only
+			// the blanks after the colon go, so a blank last continuation
+			// leaves its joining space (FuzzReview9HeadDiff).
+			v = strings.TrimLeft(v, " \t")
+		} else {
+			v = trimOWS(v)
+		}
 		fields++
 		// A key repeated in the head adds to its values. Most keys come
 		// once: a lookup is made only when the filter says the key may
