@@ -19,8 +19,8 @@ import (
 // streamFreeHook holds the OnStreamFree callback and the lag watcher state.
 type streamFreeHook struct {
 	fn       atomic.Pointer[func()]
-	watching atomic.Bool   // a lag watcher goroutine is running
-	lagged   atomic.Uint64 // releases that found x/net still full
+	watching atomic.Bool  // a lag watcher goroutine is running
+	lagged   atomic.Int64 // releases that found x/net still full, not yet told to the hook
 }
 
 // lagPollMin and lagPollMax bound the watcher's sleeps between checks.
@@ -81,21 +81,24 @@ func (c *Conn) deathFreed() {
 	}
 }
 
-// watchLag waits until x/net has room for a stream (or the connection is
-// dead), calls the hook, and goes on while releases arrived meanwhile.
+// watchLag tells the hook of each lagging release once x/net has room for
+// a stream (or the connection is dead): one call per release, as when
+// x/net keeps up, since the pool wakes one waiter per call. It goes on
+// while releases arrive meanwhile.
 func (c *Conn) watchLag() {
 	for {
-		seen := c.free.lagged.Load()
-		pause := lagPollMin
-		for !c.isDead() && !c.roomForStream() {
-			time.Sleep(pause)
-			pause = min(2*pause, lagPollMax)
-		}
-		if fn := c.free.fn.Load(); fn != nil {
-			(*fn)()
+		for pending := c.free.lagged.Swap(0); pending > 0; pending-- {
+			pause := lagPollMin
+			for !c.isDead() && !c.roomForStream() {
+				time.Sleep(pause)
+				pause = min(2*pause, lagPollMax)
+			}
+			if fn := c.free.fn.Load(); fn != nil {
+				(*fn)()
+			}
 		}
 		c.free.watching.Store(false)
-		if c.free.lagged.Load() == seen || !c.free.watching.CompareAndSwap(false, true) {
+		if c.free.lagged.Load() == 0 || !c.free.watching.CompareAndSwap(false, true) {
 			return
 		}
 	}
