@@ -2,8 +2,9 @@
 
 package transport
 
-// alive falls back to a deadline peek where there is no raw socket peek.
-func (pc *h1Conn) alive() bool {
+// quiet falls back to a deadline peek where there is no raw socket read
+// (see the Unix version).
+func (pc *h1Conn) quiet() bool {
 	if pc.br.Buffered() > 0 {
 		return false
 	}

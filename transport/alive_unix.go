@@ -3,39 +3,49 @@
 package transport
 
 import (
-	"crypto/tls"
-	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// alive reports whether an idle connection still looks usable: nothing
-// buffered, and a non-blocking peek at the socket finds neither EOF, an
-// error nor unsolicited bytes. It costs one recvfrom syscall and is used
-// only before a request that could not be retried.
-func (pc *h1Conn) alive() bool {
+// quiet reports whether pc, taken from the pool, received nothing while it
+// sat there: nothing buffered, and a non-blocking read of its socket (TLS
+// unwrapped) finds neither bytes, EOF nor an error. It costs one read
+// system call; a connection whose socket cannot be reached (a custom
+// DialContext's net.Pipe or wrapper) is checked with a deadline peek
+// instead (aliveByDeadline).
+func (pc *h1Conn) quiet() bool {
 	if pc.br.Buffered() > 0 {
 		return false
 	}
-	var raw net.Conn = pc.conn
-	if tc, ok := raw.(*tls.Conn); ok {
-		raw = tc.NetConn()
-	}
-	sc, ok := raw.(syscall.Conn)
-	if !ok {
+	rc := pc.idleSocket()
+	if rc == nil {
 		return pc.aliveByDeadline()
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	alive := false
-	err = rc.Read(func(fd uintptr) bool {
+	quiet := false
+	err := rc.Read(func(fd uintptr) bool {
 		var b [1]byte
-		_, _, rerr := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		alive = rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK
-		return true
+		for {
+			_, rerr := unix.Read(int(fd), b[:])
+			if rerr == unix.EINTR {
+				continue
+			}
+			quiet = rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK
+			return true
+		}
 	})
-	return err == nil && alive
+	return quiet && err == nil
+}
+
+// idleSocket returns the socket under pc's connection, finding it on the
+// first call only; nil when it cannot be reached. pc is owned by the
+// goroutine running its request.
+func (pc *h1Conn) idleSocket() syscall.RawConn {
+	if !pc.idleRCKnown {
+		pc.idleRCKnown = true
+		if rc, _, ok := socketOf(pc.conn); ok {
+			pc.idleRC = rc
+		}
+	}
+	return pc.idleRC
 }

@@ -162,8 +162,9 @@ func (pc *h1Conn) readResponse(o *outgoing, hs *headState) (*http.Response, erro
 			// reader drops such a connection while it is idle, so the
 			// request goes elsewhere: retried here, as only a replayable
 			// request can be. (One that cannot be replayed was sent only
-			// after a liveness check, which finds such a 408 waiting, so
-			// a 408 it gets is the server's answer to it.)
+			// after fitForReuse read the socket, which finds such a 408
+			// waiting, so a 408 it gets is the server's answer to it; a
+			// replayable one is checked so after quietCheckIdle.)
 			return nil, readFromServerError{errServerClosedIdle}
 		}
 		if !isInformational(resp.StatusCode) {

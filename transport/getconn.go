@@ -106,9 +106,7 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 					return nil, nil, err
 				}
 			}
-			// A request that could not be retried is not risked on a
-			// connection that may have died while idle.
-			if idleFor > 0 && !isReplayable(o.req) && !pc.alive() {
+			if !pc.fitForReuse(o.req, idleFor) {
 				pc.closeAndRelease()
 				continue
 			}

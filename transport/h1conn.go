@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/idlepool"
@@ -68,6 +69,11 @@ type h1Conn struct {
 	// once, as net/http closes it.
 	reqBodyClosed atomic.Bool
 	readDL        bool // a read deadline is set
+
+	// idleRC is the socket under conn for quiet (alive_unix.go), found
+	// once (idleRCKnown); nil when it cannot be reached.
+	idleRC      syscall.RawConn
+	idleRCKnown bool
 
 	// inlineMax is the most bytes (head and body) a request writes inline
 	// on this connection, from its socket's send buffer (inlinebound.go);
