@@ -58,6 +58,9 @@ type chaosMidScript struct {
 	rht time.Duration
 	// timeout bounds each request's context when > 0.
 	timeout time.Duration
+	// maxConns is MaxConnsPerHost for both transports: requests queue for
+	// the slots of connections that fail.
+	maxConns int
 	// nethttpRacy, when set, says why net/http breaks the rules here at
 	// times; its errors are then logged, not failed.
 	nethttpRacy string
@@ -123,6 +126,19 @@ var chaosMidScripts = []chaosMidScript{
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab")
 		<-c.s.close
 	}, timeout: 200 * time.Millisecond, allowed: []string{"deadline"}},
+	{name: "hang before head, ResponseHeaderTimeout, MaxConnsPerHost 2", script: func(c *rawConn, reused func()) {
+		c.readRequest()
+		<-c.s.close
+	}, rht: 20 * time.Millisecond, maxConns: 2, allowed: []string{"deadline"}},
+	{name: "content-length larger than sent, MaxConnsPerHost 2", script: func(c *rawConn, _ func()) {
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab")
+	}, maxConns: 2, allowed: []string{"unexpected-eof"}},
+	{name: "hang mid-body, context deadline, MaxConnsPerHost 2", script: func(c *rawConn, _ func()) {
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nab")
+		<-c.s.close
+	}, timeout: 300 * time.Millisecond, maxConns: 2, allowed: []string{"deadline"}},
 	{name: "hang before head, context deadline", script: func(c *rawConn, _ func()) {
 		c.readRequest()
 		<-c.s.close
@@ -145,7 +161,7 @@ func TestChaos10MidResponse(t *testing.T) {
 						sc.script(c, func() { mu.Lock(); reuses++; mu.Unlock() })
 					})
 					good := startHandlerServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }, false, nil)
-					std := &http.Transport{ResponseHeaderTimeout: sc.rht}
+					std := &http.Transport{ResponseHeaderTimeout: sc.rht, MaxConnsPerHost: sc.maxConns}
 					var rt http.RoundTripper = std
 					var tr *Transport
 					if side == "ferry" {
