@@ -147,11 +147,13 @@ const (
 	modeHandshake                     // cancelled during a TLS handshake that hangs
 	modeFastRace                      // a quick request, cancelled at a random moment
 	modeDeadline                      // a context deadline while waiting for the head
+	modeLegacyCancel                  // Request.Cancel closed while waiting for the head
+	modeBodyClose                     // the response body closed while a Read waits on it
 	numChaosModes
 )
 
 func (m chaosMode) String() string {
-	return [...]string{"pre-cancelled", "head", "body", "upload", "handshake", "fast-race", "deadline"}[m]
+	return [...]string{"pre-cancelled", "head", "body", "upload", "handshake", "fast-race", "deadline", "legacy-cancel", "body-close"}[m]
 }
 
 // chaosOutcome is one storm request's result.
@@ -205,6 +207,7 @@ func chaosOne(rt http.RoundTripper, srvURL, blackhole string, mode chaosMode, de
 	url := srvURL
 	method := "GET"
 	var body io.ReadCloser
+	var legacy chan struct{}
 	switch mode {
 	case modePreCancelled:
 		cancelNow()
@@ -233,11 +236,21 @@ func chaosOne(rt http.RoundTripper, srvURL, blackhole string, mode chaosMode, de
 		defer dcancel()
 		deadline, _ := ctx.Deadline()
 		cancelledAt.Store(deadline.UnixNano())
+	case modeLegacyCancel:
+		url += "/head"
+		legacy = make(chan struct{})
+		time.AfterFunc(delay, func() {
+			cancelledAt.CompareAndSwap(0, time.Now().UnixNano())
+			close(legacy)
+		})
+	case modeBodyClose:
+		url += "/body"
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		panic(err)
 	}
+	req.Cancel = legacy
 	finish := func(err error) chaosOutcome {
 		o.err = err
 		if at := cancelledAt.Load(); at != 0 && err != nil {
@@ -256,6 +269,16 @@ func chaosOne(rt http.RoundTripper, srvURL, blackhole string, mode chaosMode, de
 			return finish(fmt.Errorf("first bytes: %w", err))
 		}
 		cancelNow()
+	}
+	if mode == modeBodyClose {
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil {
+			return finish(fmt.Errorf("first bytes: %w", err))
+		}
+		time.AfterFunc(delay/10, func() {
+			cancelledAt.CompareAndSwap(0, time.Now().UnixNano())
+			resp.Body.Close()
+		})
 	}
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		return finish(err)
@@ -284,6 +307,12 @@ func checkChaosOutcomes(t *testing.T, who string, out []chaosOutcome, strict boo
 				errorf("%s: request %d (%v) succeeded although it could only end by its cancel", who, i, o.mode)
 			}
 			continue
+		case o.mode == modeLegacyCancel:
+			if !strings.Contains(o.err.Error(), "request canceled") {
+				errorf("%s: request %d (%v): error %v (%T), want net/http's request canceled", who, i, o.mode, o.err, o.err)
+			}
+		case o.mode == modeBodyClose:
+			// Any error: the read was cut off by the caller's Close.
 		case o.mode == modeDeadline:
 			if !errors.Is(o.err, context.DeadlineExceeded) {
 				errorf("%s: request %d (%v): error %v (%T), want context.DeadlineExceeded", who, i, o.mode, o.err, o.err)
@@ -354,7 +383,7 @@ func chaosLeakCheck(t *testing.T, body func(t *testing.T)) {
 }
 
 func TestChaos10CancelStorm(t *testing.T) {
-	all := []chaosMode{modePreCancelled, modeHead, modeBody, modeUpload, modeHandshake, modeFastRace, modeDeadline}
+	all := []chaosMode{modePreCancelled, modeHead, modeBody, modeUpload, modeHandshake, modeFastRace, modeDeadline, modeLegacyCancel, modeBodyClose}
 	tests := []struct {
 		name       string
 		h2, h3     bool
