@@ -107,6 +107,14 @@ var chaosMidScripts = []chaosMidScript{
 		time.Sleep(time.Millisecond)
 		c.Conn.(*net.TCPConn).SetLinger(0)
 	}, allowed: []string{"reset", "unexpected-eof", "eof", "other"}},
+	{name: "close mid-trailer", script: func(c *rawConn, _ func()) {
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Trailer: a")
+	}, allowed: []string{"other"}}, // net/http: "http: suspiciously long trailer after chunked body"
+	{name: "close after the last chunk, before its blank line", script: func(c *rawConn, _ func()) {
+		c.readRequest()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n")
+	}, allowed: []string{"other"}}, // net/http: "http: unexpected EOF reading trailer"
 	{name: "bad chunk size, connection kept open", script: func(c *rawConn, reused func()) {
 		c.readRequest()
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\nzz\r\n")
