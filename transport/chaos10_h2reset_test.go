@@ -63,7 +63,9 @@ func TestChaos10H2ResetMidBody(t *testing.T) {
 				wg.Add(1)
 				go func(j int) {
 					defer wg.Done()
-					resp, err := rt.RoundTrip(newReq(t, "GET", "http://"+s.Addr()+"/", nil))
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard
+					defer cancel()
+					resp, err := rt.RoundTrip(newReq(t, "GET", "http://"+s.Addr()+"/", nil).WithContext(ctx))
 					if err != nil {
 						res[j] = "roundtrip: " + normalizeErr(err)
 						return
@@ -260,4 +262,107 @@ func chaosWaitersWoken(t *testing.T) {
 		c()
 	}
 	arrived.Wait()
+}
+
+// chaosGoAwayErrorScript answers the first stream of the first connection,
+// then the next held streams with a head and part of a body, then sends GOAWAY
+// PROTOCOL_ERROR naming the last of them and closes the connection: every
+// body in progress is cut. Later connections answer at once.
+func chaosGoAwayErrorScript(held int) func(conn, stream int, fr *http2.Framer, id uint32) error {
+	var ids []uint32 // only the first connection's read loop touches it
+	return func(conn, stream int, fr *http2.Framer, id uint32) error {
+		if conn != 0 || stream == 0 { // stream 0: the warm-up request
+			return testpeer.H2OK(fr, id)
+		}
+		var buf bytes.Buffer
+		enc := hpack.NewEncoder(&buf)
+		enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: buf.Bytes(), EndHeaders: true}); err != nil {
+			return err
+		}
+		if err := fr.WriteData(id, false, []byte("par")); err != nil {
+			return err
+		}
+		ids = append(ids, id)
+		if len(ids) < held {
+			return nil
+		}
+		fr.WriteGoAway(id, http2.ErrCodeProtocol, []byte("chaos"))
+		return io.EOF // ends the connection
+	}
+}
+
+// TestChaos10H2GoAwayErrorMidBody: 10 responses are streaming when the
+// server sends GOAWAY PROTOCOL_ERROR and closes: every body read fails
+// (none is retried: their heads had arrived), with net/http's errors, and
+// the next requests get a new connection.
+func TestChaos10H2GoAwayErrorMidBody(t *testing.T) {
+	const held = 10
+	var got [2][]string
+	for i, side := range []string{"nethttp", "ferry"} {
+		chaosLeakCheck(t, func(t *testing.T) {
+			s := testpeer.StartH2(t, testpeer.H2Script{OnHeaders: chaosGoAwayErrorScript(held)})
+			std := &http.Transport{Protocols: protocolsOf("h2c")}
+			var rt http.RoundTripper = std
+			var tr *Transport
+			if side == "ferry" {
+				tr = From(std)
+				rt = tr
+			}
+			defer closeIdle(rt)
+			u := "http://" + s.Addr() + "/"
+			// One connection first, so that the held streams share it.
+			chaosFinalGetBody(t, rt, u, "ok")
+			res := make([]string, held)
+			var wg sync.WaitGroup
+			for j := 0; j < held; j++ {
+				wg.Add(1)
+				go func(j int) {
+					defer wg.Done()
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard
+					defer cancel()
+					resp, err := rt.RoundTrip(newReq(t, "GET", u, nil).WithContext(ctx))
+					if err != nil {
+						res[j] = "roundtrip: " + normalizeErr(err)
+						return
+					}
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					res[j] = string(b) + " / " + chaosErrClass(err)
+				}(j)
+			}
+			wg.Wait()
+			sort.Strings(res)
+			got[i] = res
+			for _, r := range res {
+				if r == "par / ok" || r == "ok / ok" {
+					t.Errorf("%s: a response cut by GOAWAY PROTOCOL_ERROR read as complete: %q", side, r)
+				}
+			}
+			chaosFinalGetBody(t, rt, u, "ok")
+			if tr != nil {
+				chaosPoolEmpty(t, tr)
+			}
+		})
+	}
+	if !equalStrings(got[0], got[1]) {
+		t.Errorf("differs\nnet/http: %q\nferry:    %q", got[0], got[1])
+	}
+	t.Logf("ferry: %q", got[1])
+}
+
+// chaosFinalGetBody is chaosFinalGet for a server whose body is want.
+func chaosFinalGetBody(t *testing.T, rt http.RoundTripper, u, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a hang guard
+	defer cancel()
+	resp, err := rt.RoundTrip(newReq(t, "GET", u, nil).WithContext(ctx))
+	if err != nil {
+		t.Fatalf("GET: %v", err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(b) != want {
+		t.Fatalf("GET: %q %v, want %q", b, err, want)
+	}
 }
