@@ -129,3 +129,81 @@ func chaosH3DeadPath(t *testing.T, checkNext bool) {
 		chaosPoolEmpty(t, tr)
 	}
 }
+
+// TestChaos10H3ServerClosesMidRequest: the HTTP/3 server closes (its
+// connections get CONNECTION_CLOSE) while 20 responses are streaming.
+// Every body read must fail at once (not at the context's deadline), and
+// the next request must succeed (over TCP, or a new QUIC connection).
+func TestChaos10H3ServerClosesMidRequest(t *testing.T) {
+	chaosLeakCheck(t, func(t *testing.T) {
+		const n = 20
+		release := make(chan struct{})
+		var arrived atomic.Int32
+		h := &protoHandler{extra: func(w http.ResponseWriter, r *http.Request) bool {
+			if r.URL.Path == "/hold" {
+				arrived.Add(1)
+				w.WriteHeader(200)
+				io.WriteString(w, "partial")
+				w.(http.Flusher).Flush()
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+				return true
+			}
+			return false
+		}}
+		port, h3srv := startH3(t, h, nil)
+		t.Cleanup(func() { close(release) })
+		h.setAltSvc(altValue("", port))
+		u := startTLS(t, h)
+		tr := newH3Transport(t, nil)
+		fetch(t, tr, "GET", u, nil)
+		eventually(t, "HTTP/3 ready", func() bool { return h3Ready(t, tr, u) })
+
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, "GET", u+"/hold", nil)
+				resp, err := tr.RoundTrip(req)
+				if err == nil {
+					if resp.Proto != "HTTP/3.0" {
+						t.Errorf("request %d went over %s", i, resp.Proto)
+					}
+					_, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				errs[i] = err
+			}(i)
+		}
+		eventually(t, "the requests at the server", func() bool { return arrived.Load() == n })
+		h3srv.Close()
+		wg.Wait()
+		texts := map[string]int{}
+		for i, err := range errs {
+			if err == nil || errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("request %d: %v, want the connection's close", i, err)
+				continue
+			}
+			texts[normalizeErr(err)]++
+		}
+		t.Logf("%v", texts)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("the request after the server closed: %v", err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Logf("next request: %s", resp.Proto)
+		tr.CloseIdleConnections()
+		chaosPoolEmpty(t, tr)
+	})
+}
