@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/url"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -390,6 +391,7 @@ func TestChaos10CancelStorm(t *testing.T) {
 		maxStreams int
 		maxConns   int
 		n          int
+		proxy      bool // through an HTTP proxy (CONNECT tunnels); handshake-mode requests go through a proxy that never answers CONNECT
 	}{
 		{name: "h1", n: 300, maxConns: 0},
 		{name: "h1 MaxConnsPerHost 8", n: 300, maxConns: 8},
@@ -397,6 +399,8 @@ func TestChaos10CancelStorm(t *testing.T) {
 		{name: "h2 MaxConnsPerHost 2 streams 10", h2: true, maxStreams: 10, maxConns: 2, n: 300},
 		{name: "h3", h3: true, n: 300},
 		{name: "h3 MaxConnsPerHost 2", h3: true, maxConns: 2, n: 300},
+		{name: "h1 via proxy", proxy: true, n: 200},
+		{name: "h2 via proxy MaxConnsPerHost 2", h2: true, proxy: true, maxConns: 2, n: 200},
 	}
 	for _, tc := range tests {
 		for _, side := range []string{"nethttp", "ferry"} {
@@ -408,6 +412,18 @@ func TestChaos10CancelStorm(t *testing.T) {
 					srv := startChaosStormServer(t, tc.h2, tc.h3, tc.maxStreams)
 					hole := startChaosTLSBlackhole(t)
 					std := &http.Transport{TLSClientConfig: h3Cert(t).ClientConfig(), ForceAttemptHTTP2: tc.h2 || tc.h3, MaxConnsPerHost: tc.maxConns}
+					if tc.proxy {
+						good := startTestProxy(t, nil, "").url("", "")
+						mute := startRawServer(t, func(c *rawConn) { <-c.s.close }) // never answers CONNECT
+						muteURL, _ := url.Parse(mute.URL)
+						holeURL, _ := url.Parse(hole)
+						std.Proxy = func(req *http.Request) (*url.URL, error) {
+							if req.URL.Host == holeURL.Host {
+								return muteURL, nil
+							}
+							return good, nil
+						}
+					}
 					var rt http.RoundTripper = std
 					var tr *Transport
 					if side == "ferry" {
