@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -365,4 +366,118 @@ func chaosFinalGetBody(t *testing.T, rt http.RoundTripper, u, want string) {
 	if err != nil || string(b) != want {
 		t.Fatalf("GET: %q %v, want %q", b, err, want)
 	}
+}
+
+// TestChaos10H2CancelledWaiterPassesWake: one stream (the server's limit)
+// under MaxConnsPerHost 1, request A holding it, B and C queued in that
+// order. B is cancelled, then A's stream frees (A answered, or A cancelled:
+// its reset goes through h2conn's lag watcher). The wake-up meant for the
+// first in line must reach C, which was left alone in the queue.
+func TestChaos10H2CancelledWaiterPassesWake(t *testing.T) {
+	for _, how := range []string{"answered", "cancelled"} {
+		t.Run(how, func(t *testing.T) {
+			chaosLeakCheck(t, func(t *testing.T) { chaosCancelledWaiter(t, how) })
+		})
+	}
+}
+
+func chaosCancelledWaiter(t *testing.T, how string) {
+	release := make(chan struct{})
+	answerA := make(chan struct{})
+	var mu sync.Mutex // guards seen
+	seen := map[string]bool{}
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.URL.Query().Get("id")
+		mu.Lock()
+		seen[id] = true
+		mu.Unlock()
+		var until <-chan struct{}
+		if id == "A" {
+			until = answerA
+		}
+		if id != "" {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-release:
+				return
+			case <-until:
+			}
+		}
+		io.WriteString(w, "ok")
+	}))
+	hs.EnableHTTP2 = true
+	hs.TLS = h3Cert(t).ServerConfig()
+	hs.Config.ErrorLog = nilLogger()
+	hs.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1}
+	hs.StartTLS()
+	t.Cleanup(func() { close(release); hs.Close() })
+	tr := From(&http.Transport{TLSClientConfig: h3Cert(t).ClientConfig(), ForceAttemptHTTP2: true, MaxConnsPerHost: 1})
+	tr.DisableHTTP3 = true
+	defer tr.CloseIdleConnections()
+	chaosFinalGet(t, tr, hs.URL+"/")
+	has := func(id string) bool { mu.Lock(); defer mu.Unlock(); return seen[id] }
+
+	var wg sync.WaitGroup
+	results := map[string]chan error{}
+	send := func(id string, ctx context.Context) {
+		ch := make(chan error, 1)
+		results[id] = ch
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, "GET", hs.URL+"/?id="+id, nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			ch <- err
+		}()
+	}
+	guard, cancelAll := context.WithTimeout(context.Background(), 20*time.Second) // a hang guard
+	defer cancelAll()
+	ctxA, cancelA := context.WithCancel(guard)
+	ctxB, cancelB := context.WithCancel(guard)
+	send("A", ctxA)
+	eventually(t, "A at the server", func() bool { return has("A") })
+	waits := tr.Stats().Pool.Waits
+	send("B", ctxB)
+	eventually(t, "B queued", func() bool { return tr.Stats().Pool.Waits >= waits+1 })
+	send("C", guard)
+	eventually(t, "C queued", func() bool { return tr.Stats().Pool.Waits >= waits+2 })
+	cancelB()
+	if err := <-results["B"]; !errors.Is(err, context.Canceled) {
+		t.Errorf("B: %v, want context.Canceled", err)
+	}
+	if how == "answered" {
+		close(answerA)
+		if err := <-results["A"]; err != nil {
+			t.Errorf("A: %v", err)
+		}
+	} else {
+		cancelA()
+		<-results["A"]
+	}
+	select {
+	case err := <-results["C"]:
+		t.Errorf("C ended before reaching the server: %v", err)
+	case <-func() chan struct{} {
+		ch := make(chan struct{})
+		go func() {
+			defer close(ch)
+			deadline := time.Now().Add(10 * time.Second)
+			for !has("C") && time.Now().Before(deadline) {
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		return ch
+	}():
+		if !has("C") {
+			t.Errorf("C never reached the server after A's stream freed (B, ahead of it, was cancelled)")
+		}
+	}
+	cancelAll()
+	wg.Wait()
+	cancelA()
 }
