@@ -391,6 +391,7 @@ func TestChaos10CancelStorm(t *testing.T) {
 		maxStreams int
 		maxConns   int
 		n          int
+		noKeep     bool // DisableKeepAlives
 		proxy      bool // through an HTTP proxy (CONNECT tunnels); handshake-mode requests go through a proxy that never answers CONNECT
 	}{
 		{name: "h1", n: 300, maxConns: 0},
@@ -400,6 +401,8 @@ func TestChaos10CancelStorm(t *testing.T) {
 		{name: "h3", h3: true, n: 300},
 		{name: "h3 MaxConnsPerHost 2", h3: true, maxConns: 2, n: 300},
 		{name: "h1 via proxy", proxy: true, n: 200},
+		{name: "h1 DisableKeepAlives MaxConnsPerHost 4", noKeep: true, maxConns: 4, n: 200},
+		{name: "h2 DisableKeepAlives", h2: true, noKeep: true, n: 200},
 		{name: "h2 via proxy MaxConnsPerHost 2", h2: true, proxy: true, maxConns: 2, n: 200},
 	}
 	for _, tc := range tests {
@@ -411,7 +414,7 @@ func TestChaos10CancelStorm(t *testing.T) {
 				chaosLeakCheck(t, func(t *testing.T) {
 					srv := startChaosStormServer(t, tc.h2, tc.h3, tc.maxStreams)
 					hole := startChaosTLSBlackhole(t)
-					std := &http.Transport{TLSClientConfig: h3Cert(t).ClientConfig(), ForceAttemptHTTP2: tc.h2 || tc.h3, MaxConnsPerHost: tc.maxConns}
+					std := &http.Transport{TLSClientConfig: h3Cert(t).ClientConfig(), ForceAttemptHTTP2: tc.h2 || tc.h3, MaxConnsPerHost: tc.maxConns, DisableKeepAlives: tc.noKeep}
 					if tc.proxy {
 						good := startTestProxy(t, nil, "").url("", "")
 						mute := startRawServer(t, func(c *rawConn) { <-c.s.close }) // never answers CONNECT
