@@ -363,3 +363,101 @@ func TestChaos10BlockingBodyClose(t *testing.T) {
 		})
 	}
 }
+
+// TestChaos10RequestBodyFailsH2H3: a request body whose Read fails midway,
+// 20 at once, over HTTP/2 (side by side with net/http) and HTTP/3 (ferry
+// only): the caller's error must be found with errors.Is, and every body
+// closed.
+func TestChaos10RequestBodyFailsH2H3(t *testing.T) {
+	const n = 20
+	for _, proto := range []string{"h2", "h3"} {
+		for _, known := range []bool{true, false} {
+			var got [2][]any
+			for i, side := range []string{"nethttp", "ferry"} {
+				name := fmt.Sprintf("%s/known=%v/%s", proto, known, side)
+				t.Run(name, func(t *testing.T) {
+					if proto == "h3" && side == "nethttp" {
+						t.Skip("net/http does not speak HTTP/3")
+					}
+					chaosLeakCheck(t, func(t *testing.T) {
+						got[i] = chaosBodyFailsOver(t, proto, side, known, n)
+					})
+				})
+			}
+			if proto == "h2" && !reflect.DeepEqual(got[0], got[1]) {
+				t.Errorf("%s known=%v differs\nnet/http: %q\nferry:    %q", proto, known, got[0], got[1])
+			}
+		}
+	}
+}
+
+func chaosBodyFailsOver(t *testing.T, proto, side string, known bool, n int) []any {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok")
+	})
+	var u string
+	if proto == "h3" {
+		u = startWrapped(t, h)
+	} else {
+		u = startTLSProto(t, h, true)
+	}
+	std := &http.Transport{TLSClientConfig: h3Cert(t).ClientConfig(), ForceAttemptHTTP2: true}
+	var rt http.RoundTripper = std
+	var tr *Transport
+	if side == "ferry" {
+		tr = From(std)
+		rt = tr
+	}
+	defer closeIdle(rt)
+	if proto == "h3" {
+		fetch(t, rt, "GET", u, nil)
+		eventually(t, "HTTP/3 ready", func() bool { return h3Ready(t, tr, u) })
+	}
+	var l chaosLedger
+	var mu sync.Mutex // guards texts and isRead
+	texts := map[string]bool{}
+	isRead := 0
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			req := chaosPost(u, strings.Repeat("b", 100000), &l, 50000, known).WithContext(ctx)
+			resp, err := rt.RoundTrip(req)
+			text := ""
+			if err == nil {
+				b, rerr := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				text = fmt.Sprintf("%s response %q %v", resp.Proto, b, rerr)
+			} else {
+				text = normalizeErr(err)
+			}
+			mu.Lock()
+			texts[text] = true
+			if errors.Is(err, errChaosRead) {
+				isRead++
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if unclosed, _ := l.unclosed(); unclosed > 0 {
+		t.Errorf("%d of %d request bodies never closed", unclosed, n)
+	}
+	if isRead != n {
+		t.Errorf("%d of %d errors are the body's own error (errors.Is); texts %v", isRead, n, texts)
+	}
+	var ts []string
+	for k := range texts {
+		ts = append(ts, k)
+	}
+	sort.Strings(ts)
+	t.Logf("%s: %q", side, ts)
+	if tr != nil {
+		chaosPoolEmpty(t, tr)
+	}
+	return []any{ts, isRead}
+}
