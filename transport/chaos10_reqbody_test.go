@@ -461,3 +461,81 @@ func chaosBodyFailsOver(t *testing.T, proto, side string, known bool, n int) []a
 	}
 	return []any{ts, isRead}
 }
+
+// TestChaos10EarlyResponseDuringUpload: 20 concurrent uploads of 8 MiB
+// streaming bodies to a server that reads 1 KiB, answers 413 with
+// "Connection: close" and then either drains the upload ("drain") or
+// closes at once ("close": unread data makes the close a reset, which can
+// race the answer, for net/http too). net/http returns the server's answer
+// when it got it; ferry must return it at least as often, and every body
+// must be closed.
+func TestChaos10EarlyResponseDuringUpload(t *testing.T) {
+	for _, how := range []string{"drain", "close"} {
+		t.Run(how, func(t *testing.T) { chaosEarlyResponse(t, how) })
+	}
+}
+
+func chaosEarlyResponse(t *testing.T, how string) {
+	const n = 20
+	var got [2]map[string]int
+	for i, side := range []string{"nethttp", "ferry"} {
+		chaosLeakCheck(t, func(t *testing.T) {
+			srv := startRawServer(t, func(c *rawConn) {
+				if _, err := http.ReadRequest(c.br); err != nil {
+					return
+				}
+				io.CopyN(io.Discard, c.br, 1024)
+				io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nConnection: close\r\nContent-Length: 3\r\n\r\nbig")
+				if how == "drain" {
+					c.Conn.(interface{ CloseWrite() error }).CloseWrite()
+					io.Copy(io.Discard, c) // until the client gives up the upload
+				}
+			})
+			std := &http.Transport{}
+			var rt http.RoundTripper = std
+			var tr *Transport
+			if side == "ferry" {
+				tr = From(std)
+				rt = tr
+			}
+			defer closeIdle(rt)
+			var l chaosLedger
+			var mu sync.Mutex // guards outcomes
+			outcomes := map[string]int{}
+			var wg sync.WaitGroup
+			for j := 0; j < n; j++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					defer cancel()
+					req := chaosPost(srv.URL, strings.Repeat("u", 8<<20), &l, -1, false).WithContext(ctx)
+					resp, err := rt.RoundTrip(req)
+					o := ""
+					if err != nil {
+						o = "error " + chaosErrClass(err)
+					} else {
+						b, rerr := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						o = fmt.Sprintf("%d %q %v", resp.StatusCode, b, rerr)
+					}
+					mu.Lock()
+					outcomes[o]++
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			if unclosed, _ := l.unclosed(); unclosed > 0 {
+				t.Errorf("%s: %d of %d request bodies never closed", side, unclosed, n)
+			}
+			got[i] = outcomes
+			t.Logf("%s: %v", side, outcomes)
+			if tr != nil {
+				chaosPoolEmpty(t, tr)
+			}
+		})
+	}
+	if got[1][`413 "big" <nil>`] < got[0][`413 "big" <nil>`] {
+		t.Errorf("ferry returned the server's 413 %d times, net/http %d times", got[1][`413 "big" <nil>`], got[0][`413 "big" <nil>`])
+	}
+}
