@@ -295,3 +295,66 @@ func (b *chaosCountedBody) Close() error {
 	b.closes.Add(1)
 	return nil
 }
+
+// TestChaos10H2SettingsNeverCome: a server that accepts the preface and
+// holds its SETTINGS back. 20 concurrent requests with a 300 ms deadline
+// must all end with context.DeadlineExceeded within a bound (the first
+// waits on its stream, the others for the SETTINGS ferry waits for);
+// once the server sends SETTINGS, requests succeed.
+func TestChaos10H2SettingsNeverCome(t *testing.T) {
+	const n = 20
+	for _, side := range []string{"nethttp", "ferry"} {
+		t.Run(side, func(t *testing.T) {
+			chaosLeakCheck(t, func(t *testing.T) {
+				hold := make(chan struct{})
+				var once sync.Once
+				unhold := func() { once.Do(func() { close(hold) }) }
+				var held atomic.Int32
+				s := testpeer.StartH2(t, testpeer.H2Script{
+					BeforeSettings: func() {
+						if held.Add(1) == 1 {
+							<-hold // only the first connection is held
+						}
+					},
+					OnHeaders: func(conn, stream int, fr *http2.Framer, id uint32) error { return testpeer.H2OK(fr, id) },
+				})
+				t.Cleanup(unhold)
+				std := &http.Transport{Protocols: protocolsOf("h2c")}
+				var rt http.RoundTripper = std
+				var tr *Transport
+				if side == "ferry" {
+					tr = From(std)
+					rt = tr
+				}
+				defer closeIdle(rt)
+				u := "http://" + s.Addr() + "/"
+				var wg sync.WaitGroup
+				for i := 0; i < n; i++ {
+					wg.Add(1)
+					go func(i int) {
+						defer wg.Done()
+						err, late := chaosGetAll(rt, u, 300*time.Millisecond)
+						if !errors.Is(err, context.DeadlineExceeded) {
+							chaosSideErrorf(t, side)("request %d: %v, want context.DeadlineExceeded", i, err)
+						}
+						if late > 5*time.Second {
+							t.Errorf("request %d returned %v after its deadline", i, late)
+						}
+					}(i)
+				}
+				wg.Wait()
+				unhold()
+				for i, err := range chaosConcurrentGets(rt, u, n, 10*time.Second) {
+					if err != nil {
+						t.Errorf("after SETTINGS: request %d: %v", i, err)
+					}
+				}
+				conns, _ := s.Counts()
+				t.Logf("%s: %d connections", side, conns)
+				if tr != nil {
+					chaosPoolEmpty(t, tr)
+				}
+			})
+		})
+	}
+}
