@@ -107,6 +107,23 @@ var chaosMidScripts = []chaosMidScript{
 		time.Sleep(time.Millisecond)
 		c.Conn.(*net.TCPConn).SetLinger(0)
 	}, allowed: []string{"reset", "unexpected-eof", "eof", "other"}},
+	{name: "gzip body cut short", script: func(c *rawConn, _ func()) {
+		c.readRequest()
+		z := gzipped(strings.Repeat("ok", 5000))
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n", len(z))
+		c.Write(z[:len(z)/2])
+	}, allowed: []string{"unexpected-eof"}},
+	// The HTTP framing is intact (the whole Content-Length arrives), so
+	// reusing the connection would be right: it closes instead.
+	{name: "gzip body corrupt", script: func(c *rawConn, _ func()) {
+		c.readRequest()
+		z := gzipped(strings.Repeat("ok", 5000))
+		for i := 20; i < len(z)-8; i++ {
+			z[i] ^= 0x5a
+		}
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n", len(z))
+		c.Write(z)
+	}, allowed: []string{"other"}}, // "flate: corrupt input before offset 15", as net/http
 	{name: "close mid-trailer", script: func(c *rawConn, _ func()) {
 		c.readRequest()
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-Trailer: a")
