@@ -207,3 +207,44 @@ func TestChaos10H3ServerClosesMidRequest(t *testing.T) {
 		chaosPoolEmpty(t, tr)
 	})
 }
+
+// TestChaos10H3HeaderTimeout: ResponseHeaderTimeout over HTTP/3 with 20
+// requests whose answers never come: each ends with net/http's "timeout
+// awaiting response headers" (a net.Error with Timeout), soon after the
+// timeout, and the connection then serves a request.
+func TestChaos10H3HeaderTimeout(t *testing.T) {
+	chaosLeakCheck(t, func(t *testing.T) {
+		const n = 20
+		release := make(chan struct{})
+		u := startWrapped(t, chaosStormHandler(release))
+		t.Cleanup(func() { close(release) })
+		tr := newH3Transport(t, func(tr *Transport) { tr.ResponseHeaderTimeout = 200 * time.Millisecond })
+		chaosFinalGet(t, tr, u+"/fast")
+		eventually(t, "HTTP/3 ready", func() bool { return h3Ready(t, tr, u) })
+		if p := chaosFinalGet(t, tr, u+"/fast"); p != "HTTP/3.0" {
+			t.Fatalf("spoke %s", p)
+		}
+		var wg sync.WaitGroup
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				start := time.Now()
+				err, _ := chaosGetAll(tr, u+"/head", 20*time.Second)
+				var ne net.Error
+				if err == nil || err.Error() != "net/http: timeout awaiting response headers" || !errors.As(err, &ne) || !ne.Timeout() {
+					t.Errorf("request %d: %v (%T), want net/http's response header timeout", i, err, err)
+				}
+				if took := time.Since(start); took > 5*time.Second {
+					t.Errorf("request %d took %v", i, took)
+				}
+			}(i)
+		}
+		wg.Wait()
+		if p := chaosFinalGet(t, tr, u+"/fast"); p != "HTTP/3.0" {
+			t.Errorf("after the timeouts: %s", p)
+		}
+		tr.CloseIdleConnections()
+		chaosPoolEmpty(t, tr)
+	})
+}
