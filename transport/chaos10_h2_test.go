@@ -59,7 +59,7 @@ func TestChaos10H2GoAwayWithWaiters(t *testing.T) {
 		for _, side := range []string{"nethttp", "ferry"} {
 			t.Run(side+"/MaxConnsPerHost="+string(rune('0'+maxConns)), func(t *testing.T) {
 				if side == "ferry" && maxConns > 0 {
-					t.Skip("defect (intermittent, about 1 run in 4): with a server that holds its responses until 10 streams are open, requests queued under MaxConnsPerHost stay parked although the connection allows 10 streams: only 3 to 11 of the 50 reached the server, the rest ended at their 30 s deadline. Same family as TestChaos10H2WaitersWokenForEveryFreedStream (one OnStreamFree call for several lagging releases, internal/h2conn/streamfree.go watchLag, and one for the SETTINGS probe, peersettings.go probePeerSettings; idlepool.StreamReleased wakes one waiter per call); the watchLag patch makes it rarer (1 in 12) but not gone")
+					t.Skip("defect (intermittent, about 1 run in 4): with a server that holds its responses until 10 streams are open, requests queued under MaxConnsPerHost stay parked although the connection allows 10 streams: only 3 to 11 of the 50 reached the server, the rest ended at their 30 s deadline. Same family as TestChaos10H2WaitersWokenForEveryFreedStream (one OnStreamFree call for several lagging releases, internal/h2conn/streamfree.go watchLag, and one for the SETTINGS probe, peersettings.go probePeerSettings; idlepool.StreamReleased wakes one waiter per call); the watchLag fix (e406186) makes it rarer: 1 failure in 80 runs of the two ferry rows after it")
 				}
 				chaosLeakCheck(t, func(t *testing.T) {
 					var late atomic.Int32
