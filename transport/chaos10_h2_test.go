@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -207,7 +206,7 @@ func TestChaos10H2FlowControlStall(t *testing.T) {
 		t.Run(side, func(t *testing.T) {
 			chaosLeakCheck(t, func(t *testing.T) {
 				release := make(chan struct{})
-				hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hs := startChaosH2(t, release, func(w http.ResponseWriter, r *http.Request) {
 					if r.URL.Path == "/stall" {
 						select {
 						case <-r.Context().Done():
@@ -217,22 +216,8 @@ func TestChaos10H2FlowControlStall(t *testing.T) {
 					}
 					io.Copy(io.Discard, r.Body)
 					io.WriteString(w, "ok")
-				}))
-				hs.EnableHTTP2 = true
-				hs.TLS = h3Cert(t).ServerConfig()
-				hs.Config.ErrorLog = nilLogger()
-				hs.Config.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerConnection: 64 << 10, MaxReceiveBufferPerStream: 64 << 10}
-				hs.StartTLS()
-				t.Cleanup(func() { close(release); hs.Close() })
-
-				std := &http.Transport{TLSClientConfig: h3Cert(t).ClientConfig(), ForceAttemptHTTP2: true}
-				var rt http.RoundTripper = std
-				var tr *Transport
-				if side == "ferry" {
-					tr = From(std)
-					tr.DisableHTTP3 = true
-					rt = tr
-				}
+				}, &http.HTTP2Config{MaxReceiveBufferPerConnection: 64 << 10, MaxReceiveBufferPerStream: 64 << 10})
+				rt, tr := chaosH2Client(t, side, &http.Transport{})
 				defer closeIdle(rt)
 				if p := chaosFinalGet(t, rt, hs.URL+"/ok"); p != "HTTP/2.0" {
 					t.Fatalf("spoke %s", p)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"sort"
 	"sync"
 	"testing"
@@ -120,7 +119,7 @@ func TestChaos10H2HeaderTimeoutQueue(t *testing.T) {
 		t.Run(side, func(t *testing.T) {
 			chaosLeakCheck(t, func(t *testing.T) {
 				release := make(chan struct{})
-				hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hs := startChaosH2(t, release, func(w http.ResponseWriter, r *http.Request) {
 					if r.URL.Path == "/hang" {
 						select {
 						case <-r.Context().Done():
@@ -129,22 +128,8 @@ func TestChaos10H2HeaderTimeoutQueue(t *testing.T) {
 						return
 					}
 					io.WriteString(w, "ok")
-				}))
-				hs.EnableHTTP2 = true
-				hs.TLS = h3Cert(t).ServerConfig()
-				hs.Config.ErrorLog = nilLogger()
-				hs.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 4}
-				hs.StartTLS()
-				t.Cleanup(func() { close(release); hs.Close() })
-				std := &http.Transport{TLSClientConfig: h3Cert(t).ClientConfig(), ForceAttemptHTTP2: true,
-					MaxConnsPerHost: 1, ResponseHeaderTimeout: 200 * time.Millisecond}
-				var rt http.RoundTripper = std
-				var tr *Transport
-				if side == "ferry" {
-					tr = From(std)
-					tr.DisableHTTP3 = true
-					rt = tr
-				}
+				}, &http.HTTP2Config{MaxConcurrentStreams: 4})
+				rt, tr := chaosH2Client(t, side, &http.Transport{MaxConnsPerHost: 1, ResponseHeaderTimeout: 200 * time.Millisecond})
 				defer closeIdle(rt)
 				chaosFinalGet(t, rt, hs.URL+"/ok")
 				start := time.Now()
@@ -203,7 +188,7 @@ func chaosWaitersWoken(t *testing.T) {
 	var arrived sync.WaitGroup
 	var mu sync.Mutex // guards arrivals
 	arrivals := 0
-	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := startChaosH2(t, release, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hang" {
 			mu.Lock()
 			arrivals++
@@ -215,15 +200,8 @@ func chaosWaitersWoken(t *testing.T) {
 			return
 		}
 		io.WriteString(w, "ok")
-	}))
-	hs.EnableHTTP2 = true
-	hs.TLS = h3Cert(t).ServerConfig()
-	hs.Config.ErrorLog = nilLogger()
-	hs.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: streams}
-	hs.StartTLS()
-	t.Cleanup(func() { close(release); hs.Close() })
-	tr := From(&http.Transport{TLSClientConfig: h3Cert(t).ClientConfig(), ForceAttemptHTTP2: true, MaxConnsPerHost: 1})
-	tr.DisableHTTP3 = true
+	}, &http.HTTP2Config{MaxConcurrentStreams: streams})
+	_, tr := chaosH2Client(t, "ferry", &http.Transport{MaxConnsPerHost: 1})
 	defer tr.CloseIdleConnections()
 	chaosFinalGet(t, tr, hs.URL+"/ok")
 	count := func() int { mu.Lock(); defer mu.Unlock(); return arrivals }
@@ -385,7 +363,7 @@ func chaosCancelledWaiter(t *testing.T, how string) {
 	answerA := make(chan struct{})
 	var mu sync.Mutex // guards seen
 	seen := map[string]bool{}
-	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := startChaosH2(t, release, func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
 		mu.Lock()
 		seen[id] = true
@@ -404,15 +382,8 @@ func chaosCancelledWaiter(t *testing.T, how string) {
 			}
 		}
 		io.WriteString(w, "ok")
-	}))
-	hs.EnableHTTP2 = true
-	hs.TLS = h3Cert(t).ServerConfig()
-	hs.Config.ErrorLog = nilLogger()
-	hs.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1}
-	hs.StartTLS()
-	t.Cleanup(func() { close(release); hs.Close() })
-	tr := From(&http.Transport{TLSClientConfig: h3Cert(t).ClientConfig(), ForceAttemptHTTP2: true, MaxConnsPerHost: 1})
-	tr.DisableHTTP3 = true
+	}, &http.HTTP2Config{MaxConcurrentStreams: 1})
+	_, tr := chaosH2Client(t, "ferry", &http.Transport{MaxConnsPerHost: 1})
 	defer tr.CloseIdleConnections()
 	chaosFinalGet(t, tr, hs.URL+"/")
 	has := func(id string) bool { mu.Lock(); defer mu.Unlock(); return seen[id] }

@@ -1,0 +1,38 @@
+package transport
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// startChaosH2 starts a TLS test server that speaks HTTP/2 with handler h
+// and the server settings cfg (nil for the defaults), logging nothing. Its
+// cleanup closes release first, which the handlers that hang wait on, and
+// then the server, whose Close waits for its handlers.
+func startChaosH2(t *testing.T, release chan struct{}, h http.HandlerFunc, cfg *http.HTTP2Config) *httptest.Server {
+	t.Helper()
+	hs := httptest.NewUnstartedServer(h)
+	hs.EnableHTTP2 = true
+	hs.TLS = h3Cert(t).ServerConfig()
+	hs.Config.ErrorLog = nilLogger()
+	hs.Config.HTTP2 = cfg
+	hs.StartTLS()
+	t.Cleanup(func() { close(release); hs.Close() })
+	return hs
+}
+
+// chaosH2Client is the side's client for a startChaosH2 server: std itself
+// for "nethttp", or ferry's Transport made From it without HTTP/3 for
+// "ferry" (then also returned as tr). std gets the test certificate and
+// ForceAttemptHTTP2.
+func chaosH2Client(t *testing.T, side string, std *http.Transport) (rt http.RoundTripper, tr *Transport) {
+	std.TLSClientConfig = h3Cert(t).ClientConfig()
+	std.ForceAttemptHTTP2 = true
+	if side != "ferry" {
+		return std, nil
+	}
+	tr = From(std)
+	tr.DisableHTTP3 = true
+	return tr, tr
+}
