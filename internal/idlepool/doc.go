@@ -6,10 +6,11 @@
 // # Layout
 //
 // Keys are spread over 64 shards by maphash.Comparable; each shard has its own
-// mutex and an open-addressing table indexed by the same hash (a key is hashed
-// once per call, or once per request when the caller keeps its KeyHash and
-// uses the ...Hashed calls), so a get or put touches only its key's shard. A key keeps
-// its idle connections in a small slice used as a stack (oldest at index 0,
+// lock (whose waiters sleep rather than spin, so that many requests for one
+// key take turns on warm caches) and an open-addressing table indexed by the
+// same hash (a key is hashed once per call, or once per request when the
+// caller keeps its KeyHash and uses the ...Hashed calls), so a get or put
+// touches only its key's shard. A key keeps its idle connections in a small slice used as a stack (oldest at index 0,
 // most recently used at the end) whose first DefaultMaxIdlePerKey entries live
 // inside the key's record; nothing is allocated per get or put once the pool
 // is warm (a new key allocates its record once). A shard also keeps the list of

@@ -2,7 +2,6 @@ package idlepool
 
 import (
 	"math"
-	"sync"
 	"sync/atomic"
 )
 
@@ -92,9 +91,10 @@ func (ks *keyState[K, C]) empty() bool {
 // cache line; the fields a get or put touches are in its first line.
 type shard[K comparable, C Conn] struct {
 	// mu guards keys, idleKeys, sharedKeys, free and every keyState reachable
-	// from keys. It is never held while a connection method runs.
-	mu   sync.Mutex
-	keys keyTable[K, C]
+	// from keys. It is never held while a connection method runs. The
+	// counters a get or put writes share its cache line, so the line the
+	// lock brings to a core is the one the critical section writes.
+	mu shardLock
 	// watermark is a lower bound on the since of every idle entry in the
 	// shard (noIdle when nothing is idle). Written under mu; read without it
 	// by the timer and by eviction to choose a shard.
@@ -102,19 +102,22 @@ type shard[K comparable, C Conn] struct {
 	// idleCount is the number of idle entries; written under mu.
 	idleCount atomic.Int64
 	hits      atomic.Uint64 // written under mu
-
-	// Second line: the miss path and bookkeeping when a key's idle stack
-	// empties or fills.
-	misses atomic.Uint64 // written under mu
+	misses    atomic.Uint64 // written under mu
 	// sharedCount is the number of shared connections; written under mu.
 	sharedCount atomic.Int64
-	idleKeys    []*keyState[K, C]
-	sharedKeys  []*keyState[K, C]
+	_           [8]byte // pad: keys starts the second line
+
+	// Second line: the key table, read on every get and put but written
+	// only when a key comes or goes, and the bookkeeping for when a key's
+	// idle stack empties or fills.
+	keys       keyTable[K, C]
+	idleKeys   []*keyState[K, C]
+	sharedKeys []*keyState[K, C]
 
 	// free holds emptied keyStates (with their slices) for reuse, so keys that
 	// come and go do not allocate each time.
 	free []*keyState[K, C]
-	_    [40]byte // pad to 192 bytes: the next shard starts a new cache line
+	_    [24]byte // pad to 192 bytes: the next shard starts a new cache line
 }
 
 const maxFreeKeyStates = 32
@@ -128,6 +131,7 @@ func countLocked(a *atomic.Uint64) { a.Store(a.Load() + 1) }
 func addLocked(a *atomic.Int64, d int64) { a.Store(a.Load() + d) }
 
 func (s *shard[K, C]) init() {
+	s.mu.init()
 	s.watermark.Store(noIdle)
 }
 
