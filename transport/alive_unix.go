@@ -34,7 +34,17 @@ func (pc *h1Conn) quiet() bool {
 			return true
 		}
 	})
-	return quiet && err == nil
+	if !quiet || err != nil {
+		return false
+	}
+	if pc.idleTLS {
+		// A record that arrived with the previous response's last one
+		// may wait inside tls.Conn, out of the socket's sight: a peek
+		// with a deadline already past finds it (Go's poller fails the
+		// socket read itself at once, so this costs no system call).
+		return pc.aliveByDeadline()
+	}
+	return true
 }
 
 // idleSocket returns the socket under pc's connection, finding it on the
@@ -43,8 +53,9 @@ func (pc *h1Conn) quiet() bool {
 func (pc *h1Conn) idleSocket() syscall.RawConn {
 	if !pc.idleRCKnown {
 		pc.idleRCKnown = true
-		if rc, _, ok := socketOf(pc.conn); ok {
+		if rc, tlsLayers, ok := socketOf(pc.conn); ok {
 			pc.idleRC = rc
+			pc.idleTLS = tlsLayers > 0
 		}
 	}
 	return pc.idleRC

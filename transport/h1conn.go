@@ -71,9 +71,11 @@ type h1Conn struct {
 	readDL        bool // a read deadline is set
 
 	// idleRC is the socket under conn for quiet (alive_unix.go), found
-	// once (idleRCKnown); nil when it cannot be reached.
+	// once (idleRCKnown); nil when it cannot be reached. idleTLS: conn is
+	// TLS over that socket.
 	idleRC      syscall.RawConn
 	idleRCKnown bool
+	idleTLS     bool
 
 	// inlineMax is the most bytes (head and body) a request writes inline
 	// on this connection, from its socket's send buffer (inlinebound.go);
