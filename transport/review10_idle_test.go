@@ -114,7 +114,7 @@ type rev10Server struct {
 	done     chan struct{}
 }
 
-func startRev10Server(t *testing.T, useTLS bool, sc rev10Scenario) *rev10Server {
+func startRev10Server(t *testing.T, useTLS bool, sc rev10Scenario, clientAuth ...tls.ClientAuthType) *rev10Server {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +123,11 @@ func startRev10Server(t *testing.T, useTLS bool, sc rev10Scenario) *rev10Server 
 	if useTLS {
 		cfg = h3Cert(t).ServerConfig()
 		cfg.NextProtos = []string{"http/1.1"}
+		if len(clientAuth) > 0 {
+			// Go's TLS 1.3 server then sends its session tickets only
+			// after the client's Finished, not in its first flight.
+			cfg.ClientAuth = clientAuth[0]
+		}
 	}
 	s := &rev10Server{oldEnded: make(chan struct{}), goSignal: make(chan struct{}), done: make(chan struct{})}
 	s.testServer = serveRaw(t, rev10Listener{Listener: ln, cfg: cfg}, func(c *rawConn) {
@@ -235,6 +240,7 @@ func TestReview10IdleReuse(t *testing.T) {
 		tls    bool
 		proxy  bool
 		wrap   bool // DialContext returns a wrapper without SyscallConn
+		auth   bool // the server asks for a client certificate
 		sc     rev10Scenario
 		method string
 		skip   string // ferry only
@@ -251,6 +257,7 @@ func TestReview10IdleReuse(t *testing.T) {
 		{name: "https healthy GET", tls: true, sc: healthy, method: "GET"},
 		{name: "https healthy POST", tls: true, sc: healthy, method: "POST"},
 		{name: "http healthy GET", sc: healthy, method: "GET"},
+		{name: "https client cert requested healthy GET", tls: true, auth: true, sc: healthy, method: "GET"},
 		{name: "wrapped conn stray after idle GET", wrap: true, sc: strayAfterIdle, method: "GET",
 			skip: "review10: defect: aliveByDeadline sets a deadline in the past, so Go's poller fails the read before read(2): a socket behind a DialContext wrapper is never read; the GET takes the stray bytes as its response (fix proposed: a deadline just ahead)"},
 		{name: "wrapped conn FIN while idle POST", wrap: true, sc: halfCloseIdle, method: "POST",
@@ -263,7 +270,11 @@ func TestReview10IdleReuse(t *testing.T) {
 					t.Skip(tc.skip)
 				}
 				chaosLeakCheck(t, func(t *testing.T) {
-					srv := startRev10Server(t, tc.tls, tc.sc)
+					var auth []tls.ClientAuthType
+					if tc.auth {
+						auth = append(auth, tls.RequestClientCert)
+					}
+					srv := startRev10Server(t, tc.tls, tc.sc, auth...)
 					std := &http.Transport{TLSClientConfig: h3Cert(t).ClientConfig()}
 					target := srv.URL
 					if tc.proxy {
