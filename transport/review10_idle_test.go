@@ -258,6 +258,8 @@ func TestReview10IdleReuse(t *testing.T) {
 		{name: "https healthy POST", tls: true, sc: healthy, method: "POST"},
 		{name: "http healthy GET", sc: healthy, method: "GET"},
 		{name: "https client cert requested healthy GET", tls: true, auth: true, sc: healthy, method: "GET"},
+		{name: "wrapped conn healthy GET", wrap: true, sc: healthy, method: "GET"},
+		{name: "wrapped conn healthy POST", wrap: true, sc: healthy, method: "POST"},
 		{name: "wrapped conn stray after idle GET", wrap: true, sc: strayAfterIdle, method: "GET",
 			skip: "review10: defect: aliveByDeadline sets a deadline in the past, so Go's poller fails the read before read(2): a socket behind a DialContext wrapper is never read; the GET takes the stray bytes as its response (fix proposed: a deadline just ahead)"},
 		{name: "wrapped conn FIN while idle POST", wrap: true, sc: halfCloseIdle, method: "POST",
