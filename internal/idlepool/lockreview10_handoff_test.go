@@ -3,6 +3,7 @@ package idlepool
 import (
 	"runtime"
 	"testing"
+	"time"
 )
 
 // TestLockReview10StarvingWaiterServedFirst: sync.Mutex puts a woken waiter
@@ -47,7 +48,13 @@ func TestLockReview10StarvingWaiterServedFirst(t *testing.T) {
 	}
 	// S1 runs, finds the lock held, has waited "too long": it re-sleeps and
 	// sets hand-off mode.
-	waitState(t, &l, lockHeld|lockStarving|2*lockSleeper)
+	deadline := time.Now().Add(10 * time.Second)
+	for s := l.state.Load(); s&(lockHeld|lockStarving) != lockHeld|lockStarving || s/lockSleeper != 2; s = l.state.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("lock state %#x, want held, hand-off mode, two sleepers", s)
+		}
+		runtime.Gosched()
+	}
 	l.Unlock() // hand-off
 	recvOrFail(t, s1Done, "S1 did not finish")
 	recvOrFail(t, s2Done, "S2 did not finish")
