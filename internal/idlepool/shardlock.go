@@ -144,6 +144,7 @@ func (l *shardLock) Unlock() {
 
 func (l *shardLock) unlockSlow(new int32) {
 	if (new+lockHeld)&lockHeld == 0 {
+		l.state.Add(lockHeld) // undone, so that a caller that recovers finds the lock as it was
 		panic("idlepool: unlock of unlocked shard lock")
 	}
 	if new&lockStarving != 0 {
