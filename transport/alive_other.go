@@ -5,8 +5,5 @@ package transport
 // quiet falls back to a deadline peek where there is no raw socket read
 // (see the Unix version).
 func (pc *h1Conn) quiet() bool {
-	if pc.br.Buffered() > 0 {
-		return false
-	}
 	return pc.aliveByDeadline()
 }

@@ -8,16 +8,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// quiet reports whether pc, taken from the pool, received nothing while it
-// sat there: nothing buffered, and a non-blocking read of its socket (TLS
-// unwrapped) finds neither bytes, EOF nor an error. It costs one read
+// quiet reports whether pc, taken from the pool with nothing buffered
+// (fitForReuse), received nothing while it sat there: a non-blocking read
+// of its socket (TLS unwrapped) finds neither bytes, EOF nor an error. It costs one read
 // system call; a connection whose socket cannot be reached (a custom
 // DialContext's net.Pipe or wrapper) is checked with a deadline peek
 // instead (aliveByDeadline).
 func (pc *h1Conn) quiet() bool {
-	if pc.br.Buffered() > 0 {
-		return false
-	}
 	rc := pc.idleSocket()
 	if rc == nil {
 		return pc.aliveByDeadline()
