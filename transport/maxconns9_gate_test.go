@@ -136,14 +136,7 @@ func TestMaxConns9DialEndsWithTCPWaiter(t *testing.T) {
 		t.Fatalf("cancelled HTTP/3 request: %v, want context.Canceled", err)
 	}
 
-	req, err := http.NewRequest("GET", u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := tr.connKeyFor(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := connKeyOf(t, tr, u)
 	errB := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -285,13 +285,7 @@ func TestMaxConns9MovesToH3WithinLimit(t *testing.T) {
 				for _, n := range []int{16, 64, 32} {
 					burst(t, tr, u, n)
 				}
-				eventually(t, "a request over HTTP/3", func() bool {
-					p, err := getProto(context.Background(), tr, u)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return p == "HTTP/3.0"
-				})
+				awaitHTTP3(t, tr, u)
 				if got := burst(t, tr, u, 16); got["HTTP/3.0"] != 16 {
 					t.Fatalf("burst after the move: %v, want all over HTTP/3", got)
 				}
@@ -369,13 +363,7 @@ func newH3Holder(t *testing.T) *h3Holder {
 		t.Fatal(err)
 	}
 	hh.s.sample() // its connection is idle in the pool
-	eventually(t, "a request over HTTP/3", func() bool {
-		p, err := getProto(context.Background(), hh.tr, hh.u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p == "HTTP/3.0"
-	})
+	awaitHTTP3(t, hh.tr, hh.u)
 	return hh
 }
 
@@ -541,4 +529,31 @@ func TestMaxConns9MixedProtocolsStress(t *testing.T) {
 			t.Logf("protocols over the bursts: %v", total)
 		})
 	}
+}
+
+// awaitHTTP3 sends GETs to u until one goes over HTTP/3 (the Alt-Svc
+// learned, the QUIC dial done); a failed GET fails the test.
+func awaitHTTP3(t *testing.T, tr *Transport, u string) {
+	t.Helper()
+	eventually(t, "a request over HTTP/3", func() bool {
+		p, err := getProto(context.Background(), tr, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p == "HTTP/3.0"
+	})
+}
+
+// connKeyOf is the TCP connection key tr files a GET of u under.
+func connKeyOf(t *testing.T, tr *Transport, u string) connKey {
+	t.Helper()
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := tr.connKeyFor(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
 }

@@ -127,14 +127,7 @@ func TestMaxConns9Rev61DialCountedBeforeTCPClose(t *testing.T) {
 	h.setAltSvc(altValue("", h3port))
 	u := startTLSProto(t, h, false)
 	tr := newH3Transport(t, func(tr *Transport) { tr.MaxConnsPerHost = 1 })
-	req, err := http.NewRequest("GET", u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := tr.connKeyFor(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := connKeyOf(t, tr, u)
 	if p, err := getProto(context.Background(), tr, u); err != nil || p != "HTTP/1.1" {
 		t.Fatalf("first request: %s, %v", p, err)
 	}
@@ -188,21 +181,8 @@ func TestMaxConns9Rev61DeadQUICGivesSlotToTCP(t *testing.T) {
 				tr.MaxConnsPerHost = 1
 				tr.IdleConnTimeout = tc.idle
 			})
-			req, err := http.NewRequest("GET", u, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			key, err := tr.connKeyFor(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, "a request over HTTP/3", func() bool {
-				p, err := getProto(context.Background(), tr, u)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return p == "HTTP/3.0"
-			})
+			key := connKeyOf(t, tr, u)
+			awaitHTTP3(t, tr, u)
 			if tc.peer {
 				srv3.Close()
 			}
@@ -246,14 +226,7 @@ func TestMaxConns9Rev61FailedTakeQueuesForTCP(t *testing.T) {
 	u := startTLSProto(t, h, false)
 	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 	tr := newH3Transport(t, func(tr *Transport) { tr.MaxConnsPerHost = 1 })
-	req, err := http.NewRequest("GET", u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := tr.connKeyFor(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := connKeyOf(t, tr, u)
 	errA := make(chan error, 1)
 	go func() { // no alternative known yet: over TCP
 		_, err := getProto(context.Background(), tr, u+"/hold")
@@ -333,21 +306,8 @@ func TestMaxConns9Rev61CloseIdleGivesQUICSlotBack(t *testing.T) {
 	h.setAltSvc(altValue("", h3port))
 	u := startTLSProto(t, h, false)
 	tr := newH3Transport(t, func(tr *Transport) { tr.MaxConnsPerHost = 1 })
-	req, err := http.NewRequest("GET", u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := tr.connKeyFor(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "a request over HTTP/3", func() bool {
-		p, err := getProto(context.Background(), tr, u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p == "HTTP/3.0"
-	})
+	key := connKeyOf(t, tr, u)
+	awaitHTTP3(t, tr, u)
 	if n := tr.pool.ConnsLen(key); n != 1 {
 		t.Fatalf("key holds %d slots on HTTP/3, want 1", n)
 	}
@@ -396,13 +356,7 @@ func TestMaxConns9Rev61H3WaiterParksUntilStreamEnd(t *testing.T) {
 	h.setAltSvc(altValue("", h3port))
 	u := startTLSProto(t, h, false)
 	tr := newH3Transport(t, func(tr *Transport) { tr.MaxConnsPerHost = 1 })
-	eventually(t, "a request over HTTP/3", func() bool {
-		p, err := getProto(context.Background(), tr, u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p == "HTTP/3.0"
-	})
+	awaitHTTP3(t, tr, u)
 	errs := make(chan error, streams)
 	errC := make(chan error, 1)
 	var allOnce sync.Once
