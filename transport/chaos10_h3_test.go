@@ -46,20 +46,7 @@ func chaosH3DeadPath(t *testing.T, checkNext bool) {
 		const n = 20
 		release := make(chan struct{})
 		var arrived atomic.Int32
-		h := &protoHandler{extra: func(w http.ResponseWriter, r *http.Request) bool {
-			if r.URL.Path == "/hold" {
-				arrived.Add(1)
-				w.WriteHeader(200)
-				io.WriteString(w, "partial")
-				w.(http.Flusher).Flush()
-				select {
-				case <-release:
-				case <-r.Context().Done():
-				}
-				return true
-			}
-			return false
-		}}
+		h := chaosHoldHandler(release, &arrived)
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -139,20 +126,7 @@ func TestChaos10H3ServerClosesMidRequest(t *testing.T) {
 		const n = 20
 		release := make(chan struct{})
 		var arrived atomic.Int32
-		h := &protoHandler{extra: func(w http.ResponseWriter, r *http.Request) bool {
-			if r.URL.Path == "/hold" {
-				arrived.Add(1)
-				w.WriteHeader(200)
-				io.WriteString(w, "partial")
-				w.(http.Flusher).Flush()
-				select {
-				case <-release:
-				case <-r.Context().Done():
-				}
-				return true
-			}
-			return false
-		}}
+		h := chaosHoldHandler(release, &arrived)
 		port, h3srv := startH3(t, h, nil)
 		t.Cleanup(func() { close(release) })
 		h.setAltSvc(altValue("", port))
@@ -247,4 +221,24 @@ func TestChaos10H3HeaderTimeout(t *testing.T) {
 		tr.CloseIdleConnections()
 		chaosPoolEmpty(t, tr)
 	})
+}
+
+// chaosHoldHandler answers /hold with a 200 and a flushed "partial", counts
+// the request in arrived, and holds the body open until release closes or
+// the request ends; other paths get protoHandler's answers.
+func chaosHoldHandler(release <-chan struct{}, arrived *atomic.Int32) *protoHandler {
+	return &protoHandler{extra: func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/hold" {
+			return false
+		}
+		arrived.Add(1)
+		w.WriteHeader(200)
+		io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return true
+	}}
 }
