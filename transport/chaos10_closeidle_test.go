@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -83,22 +82,12 @@ func chaosCloseIdleDuringTraffic(t *testing.T, proto, what string) {
 			rng := rand.New(rand.NewPCG(uint64(w), 3))
 			for i := 0; i < perWorker; i++ {
 				payload := strings.Repeat("q", 1+rng.IntN(3000))
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				req, _ := http.NewRequestWithContext(ctx, "POST", u, io.NopCloser(strings.NewReader(payload)))
-				resp, err := tr.RoundTrip(req)
-				if err != nil {
-					cancel()
-					t.Errorf("worker %d request %d: %v", w, i, err)
-					return
-				}
-				b, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				cancel()
-				if err != nil || string(b) != payload {
+				proto, b, err := chaosEchoPost(tr, u, payload)
+				if err != nil || b != payload {
 					t.Errorf("worker %d request %d: %d bytes, %v", w, i, len(b), err)
 					return
 				}
-				protos.Store(resp.Proto, true)
+				protos.Store(proto, true)
 			}
 		}(w)
 	}

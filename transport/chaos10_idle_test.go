@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -68,19 +67,9 @@ func chaosIdleExpiry(t *testing.T, h2 bool) {
 			for i := 0; i < perWorker; i++ {
 				u := urls[rng.IntN(hosts)]
 				payload := strings.Repeat("p", 1+rng.IntN(100))
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-				req, _ := http.NewRequestWithContext(ctx, "POST", u, io.NopCloser(strings.NewReader(payload)))
-				resp, err := tr.RoundTrip(req)
-				if err != nil {
-					cancel()
-					t.Errorf("worker %d request %d: %v", w, i, err)
-					return
-				}
-				b, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				cancel()
-				if err != nil || string(b) != payload || resp.Proto != wantProto {
-					t.Errorf("worker %d request %d: %s %q %v", w, i, resp.Proto, b, err)
+				proto, b, err := chaosEchoPost(tr, u, payload)
+				if err != nil || b != payload || proto != wantProto {
+					t.Errorf("worker %d request %d: %s %q %v", w, i, proto, b, err)
 					return
 				}
 				time.Sleep(time.Duration(rng.IntN(int(2 * idle))))

@@ -1,9 +1,13 @@
 package transport
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 )
 
 // startChaosH2 starts a TLS test server that speaks HTTP/2 with handler h
@@ -35,4 +39,22 @@ func chaosH2Client(t *testing.T, side string, std *http.Transport) (rt http.Roun
 	tr = From(std)
 	tr.DisableHTTP3 = true
 	return tr, tr
+}
+
+// chaosEchoPost sends payload as a POST that cannot be replayed (no GetBody),
+// with a hang guard, and returns the response's protocol and body.
+func chaosEchoPost(rt http.RoundTripper, u, payload string) (proto, body string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", u, io.NopCloser(strings.NewReader(payload)))
+	if err != nil {
+		return "", "", err
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return "", "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.Proto, string(b), err
 }
