@@ -35,6 +35,40 @@ func benchKeys(n int) []benchKey {
 // parallel goroutine can hold one of the same key, so every get hits.
 func perKey() int { return max(DefaultMaxIdlePerKey, runtime.GOMAXPROCS(0)) }
 
+// newBenchPool returns a pool holding perKey() idle conns of every key,
+// closed when b ends. Each leaf benchmark builds its own: only a leaf runs
+// under its -cpu value, so a pool filled by the parent followed whatever
+// GOMAXPROCS was set before, and with -cpu 4,2 the parallel-4 leaf had
+// fewer conns per key than goroutines and missed.
+func newBenchPool(b *testing.B, keys []benchKey) *Pool[benchKey, *benchConn] {
+	p := New[benchKey, *benchConn](Config{MaxIdlePerKey: perKey(), IdleTimeout: benchIdleTimeout})
+	b.Cleanup(func() { p.Close() })
+	for _, k := range keys {
+		for range perKey() {
+			if !p.Put(k, &benchConn{}) {
+				b.Fatal("pre-populating Put rejected")
+			}
+		}
+	}
+	b.ResetTimer() // the leaf's function runs once per b.N tried
+	return p
+}
+
+// newBenchModel is newBenchPool for the model of net/http's pool.
+func newBenchModel(b *testing.B, keys []benchKey) *globalMutexPool[benchKey] {
+	p := newGlobalMutexPool[benchKey](0, perKey(), benchIdleTimeout)
+	b.Cleanup(p.closeAll)
+	for _, k := range keys {
+		for range perKey() {
+			if !p.put(&modelConn[benchKey]{key: k, pool: p}) {
+				b.Fatal("pre-populating put rejected")
+			}
+		}
+	}
+	b.ResetTimer()
+	return p
+}
+
 // nextKey walks the keys in a per-goroutine pseudo-random order.
 func nextKey(state *uint64, n int) int {
 	x := *state
@@ -54,17 +88,9 @@ func BenchmarkPool(b *testing.B) {
 	for _, n := range benchKeyCounts {
 		b.Run(fmt.Sprintf("keys_%d", n), func(b *testing.B) {
 			keys := benchKeys(n)
-			p := New[benchKey, *benchConn](Config{MaxIdlePerKey: perKey(), IdleTimeout: benchIdleTimeout})
-			defer p.Close()
 			ctx := context.Background()
-			for _, k := range keys {
-				for range perKey() {
-					if !p.Put(k, &benchConn{}) {
-						b.Fatal("pre-populating Put rejected")
-					}
-				}
-			}
 			b.Run("serial", func(b *testing.B) {
+				p := newBenchPool(b, keys)
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
@@ -83,6 +109,7 @@ func BenchmarkPool(b *testing.B) {
 				}
 			})
 			b.Run("parallel", func(b *testing.B) {
+				p := newBenchPool(b, keys)
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					state := seedCounter.Add(0x9E3779B97F4A7C15) | 1
@@ -111,16 +138,8 @@ func BenchmarkPoolGlobalMutex(b *testing.B) {
 	for _, n := range benchKeyCounts {
 		b.Run(fmt.Sprintf("keys_%d", n), func(b *testing.B) {
 			keys := benchKeys(n)
-			p := newGlobalMutexPool[benchKey](0, perKey(), benchIdleTimeout)
-			defer p.closeAll()
-			for _, k := range keys {
-				for range perKey() {
-					if !p.put(&modelConn[benchKey]{key: k, pool: p}) {
-						b.Fatal("pre-populating put rejected")
-					}
-				}
-			}
 			b.Run("serial", func(b *testing.B) {
+				p := newBenchModel(b, keys)
 				b.ReportAllocs()
 				i := 0
 				for b.Loop() {
@@ -138,6 +157,7 @@ func BenchmarkPoolGlobalMutex(b *testing.B) {
 				}
 			})
 			b.Run("parallel", func(b *testing.B) {
+				p := newBenchModel(b, keys)
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					state := seedCounter.Add(0x9E3779B97F4A7C15) | 1
