@@ -79,6 +79,10 @@ type keyCold[C Conn] struct {
 	shared []SharedConn
 	// sharedIdx is the index of this key in shard.sharedKeys, -1 when shared is empty.
 	sharedIdx int
+	// inTable: the keyState is in its shard's table (and not on the free
+	// list), so dropIfEmptyLocked, which several slot releases in a row
+	// may call for the same state, drops it only once.
+	inTable bool
 }
 
 func (ks *keyState[K, C]) empty() bool {
@@ -159,15 +163,17 @@ func (s *shard[K, C]) getOrCreateLocked(h uint64, key K) *keyState[K, C] {
 	ks.idleIdx = -1
 	ks.sharedIdx = -1
 	s.keys.insert(ks)
+	ks.inTable = true
 	return ks
 }
 
 // dropIfEmptyLocked forgets a key that holds nothing any more.
 func (s *shard[K, C]) dropIfEmptyLocked(ks *keyState[K, C]) {
-	if !ks.empty() {
+	if !ks.inTable || !ks.empty() {
 		return
 	}
 	s.keys.remove(ks)
+	ks.inTable = false
 	var zeroK K
 	ks.key = zeroK
 	ks.shared = nil

@@ -1,0 +1,60 @@
+package idlepool
+
+import (
+	"testing"
+	"time"
+)
+
+// TestReleaseAfterKeyDropped: a key whose idle connections were Put
+// without slots holds one slot for all of them (TestPutWithoutSlotCountsOne),
+// so CloseIdle and a sweep release more slots than the key holds. The
+// release that empties the key drops it from its shard's table; the ones
+// after it must leave the table alone (they used to look for the dropped
+// key in the table forever, holding the shard's lock).
+func TestReleaseAfterKeyDropped(t *testing.T) {
+	for _, path := range []string{"CloseIdle", "sweep"} {
+		t.Run(path, func(t *testing.T) {
+			clk := newClock()
+			p := New[string, *testConn](Config{MaxIdlePerKey: 3, IdleTimeout: time.Minute, Clock: clk.Now})
+			conns := []*testConn{newConn(1), newConn(2), newConn(3)}
+			for _, c := range conns {
+				if !p.Put("a", c) {
+					t.Fatal("Put rejected")
+				}
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if path == "CloseIdle" {
+					p.CloseIdle()
+					return
+				}
+				clk.Advance(2 * time.Minute)
+				if _, _, ok := p.TryGet("a"); ok {
+					t.Error("TryGet returned an expired conn")
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				// No Close: it would wait for the shard's lock too.
+				t.Fatalf("%s hung releasing the slots of a dropped key", path)
+			}
+			defer p.Close()
+			p.closers.Wait()
+			for _, c := range conns {
+				if !c.isClosed() {
+					t.Fatalf("conn %d not closed", c.id)
+				}
+			}
+			if n := p.IdleLen("a"); n != 0 {
+				t.Fatalf("IdleLen = %d, want 0", n)
+			}
+			// The key is usable again.
+			c := newConn(4)
+			if !p.Put("a", c) || p.IdleLen("a") != 1 {
+				t.Fatal("Put after the key was dropped did not keep the conn")
+			}
+		})
+	}
+}
