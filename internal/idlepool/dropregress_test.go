@@ -1,6 +1,7 @@
 package idlepool
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -57,4 +58,47 @@ func TestReleaseAfterKeyDropped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPutAfterSweepDropsKey: a Put whose sweep expires every idle connection
+// of a key filled without slots releases the key's last slot, which drops
+// its state from the table. The Put used to push onto that dropped state:
+// the connection was lost to the key (IdleLen 0) and sat on the shard's
+// free list, where the next new key of the shard would have found it.
+func TestPutAfterSweepDropsKey(t *testing.T) {
+	clk := newClock()
+	p := New[string, *testConn](Config{MaxIdlePerKey: 2, IdleTimeout: time.Minute, Clock: clk.Now})
+	defer p.Close()
+	old := newConn(1)
+	if !p.Put("a", old) {
+		t.Fatal("Put rejected")
+	}
+	clk.Advance(2 * time.Minute)
+	fresh := newConn(2)
+	if !p.Put("a", fresh) {
+		t.Fatal("Put after expiry rejected")
+	}
+	p.closers.Wait()
+	if !old.isClosed() {
+		t.Fatal("expired conn not closed")
+	}
+	if n := p.IdleLen("a"); n != 1 {
+		t.Fatalf("IdleLen = %d after the Put, want 1", n)
+	}
+	if c, _, ok := p.TryGet("a"); !ok || c != fresh {
+		t.Fatalf("TryGet = %v, %v; want the conn just put", connID(c), ok)
+	}
+	// No other key of any shard finds it.
+	for i := range 1000 {
+		if c, _, ok := p.TryGet(fmt.Sprintf("other-%d", i)); ok {
+			t.Fatalf("key other-%d got conn %d", i, c.id)
+		}
+	}
+}
+
+func connID(c *testConn) any {
+	if c == nil {
+		return nil
+	}
+	return c.id
 }

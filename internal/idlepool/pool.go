@@ -350,6 +350,13 @@ func (p *Pool[K, C]) PutHashed(key K, kh KeyHash, c C) bool {
 		c.Close()
 		return false
 	}
+	// Sweep before finding the key: the sweep releases the slots of what
+	// expired and may drop the key's state from the table, which a Put
+	// without a reserved slot (below) must not then push onto.
+	var expired []C
+	if t := p.timeout.Load(); t > 0 && now-s.watermark.Load() >= t {
+		expired = p.sweepShardLocked(s, now, t, nil)
+	}
 	ks := s.keys.get(h, key)
 	if ks == nil {
 		ks = s.getOrCreateLocked(h, key)
@@ -359,11 +366,8 @@ func (p *Pool[K, C]) PutHashed(key K, kh KeyHash, c C) bool {
 	}
 	if p.maxConns > 0 && ks.waiters.hand(waitResult[C]{c: c, reused: true}) {
 		s.mu.Unlock() // only a full key has waiters
+		p.closeAsync(expired)
 		return true
-	}
-	var expired []C
-	if t := p.timeout.Load(); t > 0 && now-s.watermark.Load() >= t {
-		expired = p.sweepShardLocked(s, now, t, nil)
 	}
 	if !p.keepsIdle() || len(ks.idle) >= p.maxPerKey {
 		p.releaseSlotLocked(s, ks)
