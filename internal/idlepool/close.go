@@ -14,7 +14,7 @@ func (p *Pool[K, C]) CloseIdle() {
 		s.mu.Lock()
 		for len(s.idleKeys) > 0 {
 			ks := s.idleKeys[len(s.idleKeys)-1]
-			n := len(ks.idle)
+			n := int(ks.nidle)
 			cs = s.removeOldestLocked(ks, n, cs) // unlists ks, resets the watermark when last
 			for range n {
 				p.releaseSlotLocked(s, ks)
@@ -42,9 +42,7 @@ func (p *Pool[K, C]) Close() {
 		s := &p.shards[i]
 		s.mu.Lock()
 		s.keys.each(func(ks *keyState[K, C]) {
-			for _, e := range ks.idle {
-				cs = append(cs, e.c)
-			}
+			ks.eachIdle(func(c C) { cs = append(cs, c) })
 			shared = append(shared, ks.shared...)
 			for ks.waiters.hand(waitResult[C]{err: ErrPoolClosed}) {
 			}

@@ -10,10 +10,12 @@
 // key take turns on warm caches) and an open-addressing table indexed by the
 // same hash (a key is hashed once per call, or once per request when the
 // caller keeps its KeyHash and uses the ...Hashed calls), so a get or put
-// touches only its key's shard. A key keeps its idle connections in a small slice used as a stack (oldest at index 0,
-// most recently used at the end) whose first DefaultMaxIdlePerKey entries live
-// inside the key's record; nothing is allocated per get or put once the pool
-// is warm (a new key allocates its record once). A shard also keeps the list of
+// touches only its key's shard. A key keeps its idle connections in a stack
+// whose newest DefaultMaxIdlePerKey entries live inside the key's record and
+// whose older ones spill over into a slice beside it (idlestack.go), so a get
+// and a put touch only the record however many connections the key keeps
+// idle; nothing is allocated per get or put once the pool is warm (a new key
+// allocates its record once). A shard also keeps the list of
 // its keys that currently hold idle connections, so a sweep or an eviction
 // visits only those.
 //

@@ -111,7 +111,7 @@ func (p *Pool[K, C]) sweepShardLocked(s *shard[K, C], now, timeout int64, out []
 	for i := 0; i < len(s.idleKeys); {
 		ks := s.idleKeys[i]
 		n := 0
-		for n < len(ks.idle) && ks.idle[n].since <= cutoff {
+		for n < int(ks.nidle) && ks.idleAt(n).since <= cutoff {
 			n++
 		}
 		if n > 0 {
@@ -121,10 +121,10 @@ func (p *Pool[K, C]) sweepShardLocked(s *shard[K, C], now, timeout int64, out []
 				p.releaseSlotLocked(s, ks)
 			}
 		}
-		if len(ks.idle) == 0 {
+		if ks.nidle == 0 {
 			continue // unlisted: idleKeys[i] is now another key
 		}
-		oldest = min(oldest, ks.idle[0].since)
+		oldest = min(oldest, ks.oldestIdle().since)
 		i++
 	}
 	s.watermark.Store(oldest)

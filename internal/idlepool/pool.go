@@ -183,11 +183,17 @@ func (p *Pool[K, C]) AcquireTurnHashed(ctx context.Context, key K, kh KeyHash, t
 	}
 	ks := s.keys.get(h, key)
 	if ks != nil {
-		if n := len(ks.idle) - 1; n >= 0 {
-			e := ks.idle[n]
-			ks.idle[n] = idleEntry[C]{}
-			ks.idle = ks.idle[:n]
-			if n == 0 {
+		if ks.nidle > 0 {
+			var e idleEntry[C]
+			if n := ks.ntop - 1; n >= 0 { // popIdle's common case, written out
+				e = ks.top[n]
+				ks.top[n] = idleEntry[C]{}
+				ks.ntop = n
+				ks.nidle--
+			} else {
+				e = ks.popIdle()
+			}
+			if ks.nidle == 0 {
 				s.unlistIdleLocked(ks)
 			}
 			addLocked(&s.idleCount, -1)
@@ -288,7 +294,7 @@ func (p *Pool[K, C]) TryGet(key K) (c C, idleFor time.Duration, ok bool) {
 	s.mu.Lock()
 	expired := p.sweepIfDueLocked(s, now)
 	ks := s.lookupLocked(h, key)
-	if ks == nil || len(ks.idle) == 0 {
+	if ks == nil || ks.nidle == 0 {
 		countLocked(&s.misses)
 		s.mu.Unlock()
 		p.closeAsync(expired)
@@ -369,7 +375,7 @@ func (p *Pool[K, C]) PutHashed(key K, kh KeyHash, c C) bool {
 		p.closeAsync(expired)
 		return true
 	}
-	if !p.keepsIdle() || len(ks.idle) >= p.maxPerKey {
+	if !p.keepsIdle() || int(ks.nidle) >= p.maxPerKey {
 		p.releaseSlotLocked(s, ks)
 		s.mu.Unlock()
 		p.counters.rejected.Add(1)
@@ -380,8 +386,14 @@ func (p *Pool[K, C]) PutHashed(key K, kh KeyHash, c C) bool {
 	// Push c as the most recently used. A put never lowers a non-empty
 	// shard's watermark (now is newer than everything idle); into an empty
 	// shard it sets it.
-	ks.idle = append(ks.idle, idleEntry[C]{c: c, since: now})
-	if len(ks.idle) == 1 {
+	if n := ks.ntop; int(n) < len(ks.top) { // pushIdle's common case, written out
+		ks.top[n] = idleEntry[C]{c: c, since: now}
+		ks.ntop = n + 1
+		ks.nidle++
+	} else {
+		ks.pushIdle(idleEntry[C]{c: c, since: now})
+	}
+	if ks.nidle == 1 {
 		ks.idleIdx = int32(len(s.idleKeys))
 		s.idleKeys = append(s.idleKeys, ks)
 	}

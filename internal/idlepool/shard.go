@@ -24,45 +24,54 @@ type idleEntry[C Conn] struct {
 // keyState is everything the pool knows about one key. It is reached only
 // through its shard's table and guarded by that shard's mu.
 //
-// Layout: a get or put touches the key that a lookup compares and the idle
-// stack with the counts, nothing else; what waiting and shared connections
-// need is behind keyCold. With a one-word connection (an idle entry is two
-// words) and a key of 48 or 56 bytes the struct is 128 bytes, a size class
-// whose objects start on a 128-byte boundary, so those are two neighbouring
-// cache lines, which Intel's spatial prefetcher fetches as a pair
-// (TestKeyStateLayout). With thousands of keys,
-// each line not in cache is a memory access, and the smaller the key
+// Layout: a get or put touches the key that a lookup compares and the top
+// of the idle stack with the counts, nothing else; what waiting, shared
+// connections and more than DefaultMaxIdlePerKey idle connections need is
+// behind keyCold. With a one-word connection (an idle entry is two words)
+// and a key of 56 bytes the struct is 120 bytes, which the allocator puts
+// in its 128-byte size class, whose objects start on a 128-byte boundary,
+// so those are two neighbouring cache lines, which Intel's spatial
+// prefetcher fetches as a pair (TestKeyStateLayout). With thousands of
+// keys, each line not in cache is a memory access, and the smaller the key
 // states, the more of them stay in cache: with the cold part inside (192
-// bytes), 10,000 keys measured 1.35x one key's get + put, and 1.29x
-// split (BenchmarkPool, -cpu 1, parallel, alternated runs). The
-// transport's key is 72 bytes, so its key states are 144 bytes (192
-// before the split) and not aligned to pairs of lines.
+// bytes), 10,000 keys measured 1.35x one key's get + put, and 1.29x split
+// (BenchmarkPool, -cpu 1, parallel, alternated runs). The transport's key
+// is 72 bytes, so its key states are 144 bytes and not aligned to pairs of
+// lines.
 type keyState[K comparable, C Conn] struct {
 	key K
 
-	// keyCold holds what a get or put never touches; it is allocated
+	// keyCold holds what a get or put rarely touches; it is allocated
 	// when the keyState is (a second allocation) and recycled with it,
 	// never nil.
 	*keyCold[C]
 
-	// idle is a stack: oldest at index 0, most recently used at the end, so
-	// every prefix is older than what follows it. It starts on inline.
-	idle []idleEntry[C]
-	// inline holds the first DefaultMaxIdlePerKey idle entries in the
-	// keyState itself: one memory access fewer per get and put.
-	inline [DefaultMaxIdlePerKey]idleEntry[C]
+	// hash is the maphash of key (low bits chose the shard, the rest the
+	// table slot); the table keeps a copy next to its pointer for lookups.
+	// It sits here, not in keyCold, so that the struct reaches the 128-byte
+	// size class for the benchmark's key shape (see above).
+	hash uint64
+
+	// top holds the newest idle entries, oldest first, in top[:ntop]; older
+	// ones spill into keyCold.spill (idlestack.go).
+	top [DefaultMaxIdlePerKey]idleEntry[C]
+	// ntop is how many entries of top are in use.
+	ntop int32
+	// nidle counts the key's idle connections: ntop plus len(spill).
+	nidle int32
 	// conns counts live connections holding a slot of this key.
 	conns int32
-	// idleIdx is the index of this key in shard.idleKeys, -1 when idle is empty.
+	// idleIdx is the index of this key in shard.idleKeys, -1 when nothing
+	// of it is idle.
 	idleIdx int32
 }
 
 // keyCold is the part of a keyState for waiting, shared connections and
-// table bookkeeping, guarded by the same shard mu.
+// the oldest idle entries of a key with many, guarded by the same shard mu.
 type keyCold[C Conn] struct {
-	// hash is the maphash of key (low bits chose the shard, the rest the
-	// table slot); the table keeps a copy next to its pointer for lookups.
-	hash uint64
+	// spill holds a key's oldest idle entries, oldest first, when more
+	// than DefaultMaxIdlePerKey are idle (idlestack.go).
+	spill []idleEntry[C]
 
 	// waiters are Acquire calls waiting for a slot, first come first
 	// served; nil until the key's first wait.
@@ -86,7 +95,7 @@ type keyCold[C Conn] struct {
 }
 
 func (ks *keyState[K, C]) empty() bool {
-	return len(ks.idle) == 0 && ks.conns == 0 && ks.waiters.len() == 0 && len(ks.shared) == 0
+	return ks.nidle == 0 && ks.conns == 0 && ks.waiters.len() == 0 && len(ks.shared) == 0
 }
 
 // shard is one independently locked part of the pool. Its size is a
@@ -156,7 +165,6 @@ func (s *shard[K, C]) getOrCreateLocked(h uint64, key K) *keyState[K, C] {
 		s.free = s.free[:n-1]
 	} else {
 		ks = &keyState[K, C]{keyCold: &keyCold[C]{}}
-		ks.idle = ks.inline[:0]
 	}
 	ks.key = key
 	ks.hash = h
@@ -185,27 +193,19 @@ func (s *shard[K, C]) dropIfEmptyLocked(ks *keyState[K, C]) {
 // popLocked removes and returns the most recently used idle connection of ks,
 // which must have one. The watermark stays a valid lower bound.
 func (s *shard[K, C]) popLocked(ks *keyState[K, C]) idleEntry[C] {
-	n := len(ks.idle) - 1
-	e := ks.idle[n]
-	ks.idle[n] = idleEntry[C]{}
-	ks.idle = ks.idle[:n]
-	if n == 0 {
+	e := ks.popIdle()
+	if ks.nidle == 0 {
 		s.unlistIdleLocked(ks)
 	}
 	addLocked(&s.idleCount, -1)
 	return e
 }
 
-// removeOldestLocked removes the n oldest idle connections of ks, appending
-// them to out.
+// removeOldestLocked removes the n oldest idle connections of ks,
+// appending them to out.
 func (s *shard[K, C]) removeOldestLocked(ks *keyState[K, C], n int, out []C) []C {
-	for i := range n {
-		out = append(out, ks.idle[i].c)
-	}
-	rest := copy(ks.idle, ks.idle[n:])
-	clear(ks.idle[rest:])
-	ks.idle = ks.idle[:rest]
-	if rest == 0 {
+	out = ks.dropOldestIdle(n, out)
+	if ks.nidle == 0 {
 		s.unlistIdleLocked(ks)
 	}
 	addLocked(&s.idleCount, int64(-n))
@@ -234,7 +234,7 @@ func (s *shard[K, C]) oldestLocked() (int64, *keyState[K, C]) {
 	oldest := int64(noIdle)
 	var at *keyState[K, C]
 	for _, ks := range s.idleKeys {
-		if since := ks.idle[0].since; since < oldest {
+		if since := ks.oldestIdle().since; since < oldest {
 			oldest, at = since, ks
 		}
 	}

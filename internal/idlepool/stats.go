@@ -68,7 +68,7 @@ func (p *Pool[K, C]) IdleLen(key K) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ks := s.lookupLocked(h, key); ks != nil {
-		return len(ks.idle)
+		return int(ks.nidle)
 	}
 	return 0
 }
