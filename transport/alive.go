@@ -26,8 +26,15 @@ const quietCheckIdle = 100 * time.Microsecond
 // pays a system call that is small against its wait. Bytes that arrive
 // within quietCheckIdle of the previous response's end, on a connection
 // reused for a replayable request at once, are not seen before the
-// request goes out.
+// request goes out. A connection whose socket is hidden behind a
+// DialContext wrapper was read by a goroutine while idle instead
+// (idlewatch.go), which sees everything that came.
 func (pc *h1Conn) fitForReuse(req *http.Request, idleFor time.Duration) bool {
+	if pc.watching {
+		// A goroutine has read the connection since it went idle
+		// (idlewatch.go): it saw whatever arrived, through TLS too.
+		return pc.endIdleWatch()
+	}
 	if pc.br.Buffered() > 0 {
 		return false
 	}

@@ -7,3 +7,8 @@ package transport
 func (pc *h1Conn) quiet() bool {
 	return pc.aliveByDeadline()
 }
+
+// socketHidden: here no socket is read directly, and connections are not
+// watched while idle either; quiet's deadline peek is all (a FIN or bytes
+// that arrived while idle are not seen before a request).
+func (pc *h1Conn) socketHidden() bool { return false }

@@ -53,7 +53,17 @@ func (pc *h1Conn) idleSocket() syscall.RawConn {
 		if rc, tlsLayers, ok := socketOf(pc.conn); ok {
 			pc.idleRC = rc
 			pc.idleTLS = tlsLayers > 0
+		} else if _, standIn := pc.conn.(socketStandIn); !standIn {
+			pc.idleHidden = true
 		}
 	}
 	return pc.idleRC
+}
+
+// socketHidden reports whether pc's socket cannot be reached (a custom
+// DialContext's wrapper or in-memory connection), so that it is watched
+// while idle (idlewatch.go).
+func (pc *h1Conn) socketHidden() bool {
+	pc.idleSocket()
+	return pc.idleHidden
 }

@@ -76,6 +76,14 @@ type h1Conn struct {
 	idleRC      syscall.RawConn
 	idleRCKnown bool
 	idleTLS     bool
+	// idleHidden: conn hides its socket (found with idleRC), so it is
+	// read by a goroutine while idle (idlewatch.go). watching: that read
+	// runs; set by the goroutine handing pc to the pool, cleared by the
+	// one taking it. watchRes carries the read's error (made on the first
+	// idle period, room for one).
+	idleHidden bool
+	watching   bool
+	watchRes   chan error
 
 	// inlineMax is the most bytes (head and body) a request writes inline
 	// on this connection, from its socket's send buffer (inlinebound.go);
@@ -292,6 +300,7 @@ func (pc *h1Conn) finish(reusable bool) {
 // since, closed unless a request waits for it (as net/http). It returns
 // net/http's PutIdleConn error when the connection was closed instead.
 func (pc *h1Conn) putIdle() error {
+	pc.watchIdle()
 	if pc.t.closeIdle.Load() {
 		if pc.t.pool.HandToWaiterHashed(pc.key, pc.keyHash, pc) {
 			return nil

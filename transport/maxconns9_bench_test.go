@@ -22,7 +22,7 @@ func BenchmarkMaxConns9InMemory(b *testing.B) {
 				t.DialContext = dial
 				t.MaxConnsPerHost = limit
 				return t
-			}, response, "GET")
+			}, response, "GET", false)
 		})
 	}
 }

@@ -259,10 +259,16 @@ func TestReview10IdleReuse(t *testing.T) {
 		{name: "https client cert requested healthy GET", tls: true, auth: true, sc: healthy, method: "GET"},
 		{name: "wrapped conn healthy GET", wrap: true, sc: healthy, method: "GET"},
 		{name: "wrapped conn healthy POST", wrap: true, sc: healthy, method: "POST"},
-		{name: "wrapped conn stray after idle GET", wrap: true, sc: strayAfterIdle, method: "GET",
-			skip: "review10: defect: aliveByDeadline sets a deadline in the past, so Go's poller fails the read before read(2): a socket behind a DialContext wrapper is never read; the GET takes the stray bytes as its response (fix proposed: a deadline just ahead)"},
-		{name: "wrapped conn FIN while idle POST", wrap: true, sc: halfCloseIdle, method: "POST",
-			skip: "review10: defect (older than 87cb91b): as above, the FIN is not seen and the POST fails with EOF where net/http sends it on a new connection"},
+		// A socket behind a DialContext wrapper cannot be read directly;
+		// a goroutine reads it while it is idle (idlewatch.go).
+		{name: "wrapped conn stray after idle GET", wrap: true, sc: strayAfterIdle, method: "GET"},
+		{name: "wrapped conn stray after idle POST", wrap: true, sc: strayAfterIdle, method: "POST"},
+		{name: "wrapped conn FIN while idle POST", wrap: true, sc: halfCloseIdle, method: "POST"},
+		{name: "wrapped conn FIN while idle GET", wrap: true, sc: halfCloseIdle, method: "GET"},
+		{name: "wrapped https stray after idle GET", wrap: true, tls: true, sc: strayAfterIdle, method: "GET"},
+		{name: "wrapped https FIN while idle POST", wrap: true, tls: true, sc: halfCloseIdle, method: "POST"},
+		{name: "wrapped https healthy POST", wrap: true, tls: true, sc: healthy, method: "POST"},
+		{name: "wrapped https stray in the response's segment GET", wrap: true, tls: true, sc: straySameSegment, method: "GET"},
 	}
 	for _, tc := range tests {
 		for _, side := range []string{"nethttp", "ferry"} {
@@ -314,6 +320,9 @@ func TestReview10IdleReuse(t *testing.T) {
 					} else {
 						rev10Settle(t, srv, side)
 					}
+					if tc.wrap {
+						awaitIdleWatchReads(t)
+					}
 					var gots []httptrace.GotConnInfo
 					if got := rev10Do(t, rt, tc.method, target, &gots); got != "ok2" {
 						t.Errorf("second %s got %q, want %q (its own response)", tc.method, got, "ok2")
@@ -349,9 +358,18 @@ func TestReview10Handoff(t *testing.T) {
 		name   string
 		sc     rev10Scenario
 		method string
+		wrap   bool // DialContext returns a wrapper without SyscallConn
 		skip   string
 	}{
 		{name: "FIN POST", sc: halfCloseIdle, method: "POST"},
+		// A wrapped connection is read while idle by a goroutine
+		// (idlewatch.go), but one handed over at once is taken before
+		// that read begins.
+		{name: "wrapped FIN POST", sc: halfCloseIdle, method: "POST", wrap: true,
+			skip: "known limit: a wrapped connection handed over at once is taken before its idle read has begun (the read would need to reach the socket before the taker's deadline in the past), so the FIN is not seen and the POST fails with EOF; the same as before idlewatch.go"},
+		{name: "wrapped FIN GET", sc: halfCloseIdle, method: "GET", wrap: true,
+			skip: "known limit: as wrapped FIN POST; the GET fails on the dead connection and is retried on a new one"},
+		{name: "wrapped stray buffered GET", sc: straySameSegment, method: "GET", wrap: true},
 		{name: "FIN GET", sc: halfCloseIdle, method: "GET",
 			skip: "review10: known limit: a connection handed over (idleFor 0) is not read before a replayable request, though the FIN arrived before the handover; the GET goes out on the dead connection, fails and is retried on a new one (the server still receives it if it only shut down writing)"},
 		{name: "stray buffered GET", sc: straySameSegment, method: "GET"},
@@ -363,7 +381,18 @@ func TestReview10Handoff(t *testing.T) {
 			}
 			chaosLeakCheck(t, func(t *testing.T) {
 				srv := startRev10Server(t, false, tc.sc)
-				ft := From(&http.Transport{MaxConnsPerHost: 1})
+				std := &http.Transport{MaxConnsPerHost: 1}
+				if tc.wrap {
+					var d net.Dialer
+					std.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+						c, err := d.DialContext(ctx, network, addr)
+						if err != nil {
+							return nil, err
+						}
+						return rev10Wrapped{c}, nil
+					}
+				}
+				ft := From(std)
 				ft.DisableHTTP3 = true
 				defer ft.CloseIdleConnections()
 				resp, err := ft.RoundTrip(newReq(t, "GET", srv.URL, nil))
