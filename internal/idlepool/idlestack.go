@@ -49,6 +49,14 @@ func (ks *keyState[K, C]) oldestIdle() idleEntry[C] {
 	return ks.top[0]
 }
 
+// newestIdle returns the most recently used entry; ks must have one.
+func (ks *keyState[K, C]) newestIdle() idleEntry[C] {
+	if ks.ntop > 0 {
+		return ks.top[ks.ntop-1]
+	}
+	return ks.spill[len(ks.spill)-1]
+}
+
 // idleAt returns the i-th oldest idle entry (0 is the oldest).
 func (ks *keyState[K, C]) idleAt(i int) idleEntry[C] {
 	if i < len(ks.spill) {

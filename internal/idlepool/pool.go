@@ -383,9 +383,15 @@ func (p *Pool[K, C]) PutHashed(key K, kh KeyHash, c C) bool {
 		c.Close()
 		return false
 	}
-	// Push c as the most recently used. A put never lowers a non-empty
-	// shard's watermark (now is newer than everything idle); into an empty
-	// shard it sets it.
+	// now was read before the lock, so another Put may have pushed a newer
+	// entry meanwhile. c counts as idle from that entry's time at the
+	// latest, so that the stack stays oldest first (a sweep stops at the
+	// first entry not due), and it lowers the shard's watermark if it is
+	// older than it (into an empty shard, noIdle, it sets it).
+	if ks.nidle > 0 {
+		now = max(now, ks.newestIdle().since)
+	}
+	// Push c as the most recently used.
 	if n := ks.ntop; int(n) < len(ks.top) { // pushIdle's common case, written out
 		ks.top[n] = idleEntry[C]{c: c, since: now}
 		ks.ntop = n + 1
@@ -397,7 +403,7 @@ func (p *Pool[K, C]) PutHashed(key K, kh KeyHash, c C) bool {
 		ks.idleIdx = int32(len(s.idleKeys))
 		s.idleKeys = append(s.idleKeys, ks)
 	}
-	if s.watermark.Load() == noIdle {
+	if now < s.watermark.Load() {
 		s.watermark.Store(now)
 	}
 	addLocked(&s.idleCount, 1)
