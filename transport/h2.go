@@ -206,7 +206,17 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 			t.tcpSlotEvent()
 		})
 	}
-	t.h2.live.add(sc, key)
+	// A dead connection the registry forgets leaves the pool as well:
+	// left there, only a GetShared walking past it would drop it, and
+	// CloseIdleConnections, which walks the registry, never would (single
+	// use connections ended while another request dialled stayed counted
+	// in Stats for good).
+	if gone := t.h2.live.add(sc, key); len(gone) > 0 {
+		for _, e := range gone {
+			t.pool.RemoveShared(e.key, e.c)
+		}
+		t.tcpSlotEvent()
+	}
 	t.pool.AddShared(key, sc)
 	outcome = dialShared
 	return nil, sc, false, nil

@@ -10,7 +10,9 @@ import (
 // CloseIdleConnections can close the idle ones (the pool's CloseIdle only
 // closes exclusive connections). It is touched when a connection is dialled
 // and by CloseIdleConnections, never per request. Entries that are no
-// longer usable are pruned when the list has doubled since the last prune.
+// longer usable are pruned when the list has doubled since the last prune;
+// the dial that pruned takes them out of the pool as well (dialAny), so
+// that every shared connection in the pool is listed here.
 type sharedRegistry struct {
 	// mu guards m and pruneAt; no connection method is called under it.
 	mu      sync.Mutex
@@ -23,7 +25,11 @@ type sharedEntry struct {
 	key connKey
 }
 
-func (r *sharedRegistry) add(c sharedConn, key connKey) {
+// add lists c and, when the list has doubled since the last prune, prunes
+// it. It returns the connections the prune forgot; the caller must take
+// them out of the pool too, since CloseIdleConnections finds pooled
+// connections only here.
+func (r *sharedRegistry) add(c sharedConn, key connKey) []sharedEntry {
 	r.mu.Lock()
 	if r.m == nil {
 		r.m = make(map[sharedConn]connKey)
@@ -35,20 +41,24 @@ func (r *sharedRegistry) add(c sharedConn, key connKey) {
 	}
 	r.mu.Unlock()
 	if prune {
-		r.prune()
+		return r.prune()
 	}
+	return nil
 }
 
-// prune forgets connections that can take no new stream.
-func (r *sharedRegistry) prune() {
+// prune forgets connections that can take no new stream and returns them.
+func (r *sharedRegistry) prune() []sharedEntry {
+	var gone []sharedEntry
 	for _, e := range r.snapshot() {
 		if !e.c.Usable() {
 			r.remove(e.c)
+			gone = append(gone, e)
 		}
 	}
 	r.mu.Lock()
 	r.pruneAt = 2*len(r.m) + 16
 	r.mu.Unlock()
+	return gone
 }
 
 func (r *sharedRegistry) remove(c sharedConn) {
