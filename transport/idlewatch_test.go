@@ -28,7 +28,9 @@ func idleWatchStates() []string {
 	}
 	var states []string
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		if !bytes.Contains(g, []byte("(*h1Conn).readWhileIdle")) {
+		// A goroutine that has not run yet shows the wrapper the go
+		// statement made (watchIdle.gowrap1), not readWhileIdle.
+		if !bytes.Contains(g, []byte("(*h1Conn).readWhileIdle")) && !bytes.Contains(g, []byte("(*h1Conn).watchIdle.gowrap")) {
 			continue
 		}
 		head, _, _ := bytes.Cut(g, []byte("\n"))
