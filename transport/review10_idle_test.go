@@ -98,6 +98,7 @@ const (
 	strayAfterIdle   rev10Scenario = iota // stray response written while the connection is idle
 	straySameSegment                      // stray response in the same write(2) as the first response
 	halfCloseIdle                         // FIN (shutdown write) while idle; the server still reads
+	resetIdle                             // RST while idle: the client's next read fails with ECONNRESET
 	healthy                               // nothing: the connection must be reused
 )
 
@@ -156,9 +157,16 @@ func startRev10Server(t *testing.T, useTLS bool, sc rev10Scenario, clientAuth ..
 				case <-c.s.close:
 					return
 				}
-				if sc == strayAfterIdle {
+				switch sc {
+				case strayAfterIdle:
 					io.WriteString(c, rev10Stray)
-				} else {
+				case resetIdle:
+					tc := hc.Conn.(*net.TCPConn)
+					tc.SetLinger(0)
+					tc.Close()
+					close(s.done)
+					return
+				default:
 					hc.Conn.(*net.TCPConn).CloseWrite()
 				}
 				close(s.done)
@@ -265,6 +273,11 @@ func TestReview10IdleReuse(t *testing.T) {
 		{name: "wrapped conn stray after idle POST", wrap: true, sc: strayAfterIdle, method: "POST"},
 		{name: "wrapped conn FIN while idle POST", wrap: true, sc: halfCloseIdle, method: "POST"},
 		{name: "wrapped conn FIN while idle GET", wrap: true, sc: halfCloseIdle, method: "GET"},
+		// Only an idle read that ended on the taker's deadline means quiet:
+		// one that ended on a reset does not.
+		{name: "http RST while idle POST", sc: resetIdle, method: "POST"},
+		{name: "wrapped conn RST while idle POST", wrap: true, sc: resetIdle, method: "POST"},
+		{name: "wrapped conn RST while idle GET", wrap: true, sc: resetIdle, method: "GET"},
 		{name: "wrapped https stray after idle GET", wrap: true, tls: true, sc: strayAfterIdle, method: "GET"},
 		{name: "wrapped https FIN while idle POST", wrap: true, tls: true, sc: halfCloseIdle, method: "POST"},
 		{name: "wrapped https healthy POST", wrap: true, tls: true, sc: healthy, method: "POST"},
@@ -275,6 +288,12 @@ func TestReview10IdleReuse(t *testing.T) {
 			t.Run(tc.name+"/"+side, func(t *testing.T) {
 				if side == "ferry" && tc.skip != "" {
 					t.Skip(tc.skip)
+				}
+				if side == "nethttp" && tc.sc == resetIdle {
+					// Nothing on the server marks the moment net/http's
+					// read loop has seen the reset (oldEnded is at once),
+					// so its POST may still go out on the old connection.
+					t.Skip("no point at which net/http is known to have seen the reset")
 				}
 				chaosLeakCheck(t, func(t *testing.T) {
 					var auth []tls.ClientAuthType
@@ -292,14 +311,7 @@ func TestReview10IdleReuse(t *testing.T) {
 						target = "http://origin.example/"
 					}
 					if tc.wrap {
-						var d net.Dialer
-						std.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-							c, err := d.DialContext(ctx, network, addr)
-							if err != nil {
-								return nil, err
-							}
-							return rev10Wrapped{c}, nil
-						}
+						std.DialContext = hidingDialer(nil)
 					}
 					var rt http.RoundTripper = std
 					if side == "ferry" {
@@ -383,14 +395,7 @@ func TestReview10Handoff(t *testing.T) {
 				srv := startRev10Server(t, false, tc.sc)
 				std := &http.Transport{MaxConnsPerHost: 1}
 				if tc.wrap {
-					var d net.Dialer
-					std.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-						c, err := d.DialContext(ctx, network, addr)
-						if err != nil {
-							return nil, err
-						}
-						return rev10Wrapped{c}, nil
-					}
+					std.DialContext = hidingDialer(nil)
 				}
 				ft := From(std)
 				ft.DisableHTTP3 = true
