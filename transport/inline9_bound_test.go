@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -134,8 +135,8 @@ func (s *inline9Server) serve(c net.Conn, early bool) {
 			<-s.release
 		}
 		body := make([]byte, n)
-		_, err = io.ReadFull(br, body)
-		s.reqs <- inline9Request{headLen: headLen, body: body, err: err}
+		got, err := io.ReadFull(br, body)
+		s.reqs <- inline9Request{headLen: headLen, body: body[:got], err: err}
 		if err != nil {
 			return
 		}
@@ -401,6 +402,15 @@ func TestInline9EarlyAnswer(t *testing.T) {
 				got, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				r := <-s.reqs
+				if p == nil && resp.StatusCode == 200 && string(got) == "ok" && errors.Is(r.err, io.ErrUnexpectedEOF) {
+					// net/http, having read the whole response, waits 50 ms
+					// for its body write to finish and otherwise closes the
+					// connection, cutting the upload short. On a busy
+					// machine the server (released only now, reading
+					// through 4 KiB buffers) can take longer than that.
+					t.Logf("net/http closed the connection after %d of %d body bytes: its write outlasted the response", len(r.body), len(body))
+					return
+				}
 				if resp.StatusCode != 200 || string(got) != "ok" || r.err != nil || !bytes.Equal(r.body, body) {
 					t.Fatalf("status %d body %q; server read %d of %d bytes (%v)", resp.StatusCode, got, len(r.body), len(body), r.err)
 				}
