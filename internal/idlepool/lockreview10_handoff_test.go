@@ -9,17 +9,16 @@ import (
 // TestLockReview10StarvingWaiterServedFirst: sync.Mutex puts a woken waiter
 // that lost the lock again at the head of the queue (LIFO re-queue) and, once
 // it has waited too long, switches to hand-off mode, so the next Unlock gives
-// it the lock: its wait is bounded. shardLock's waiters queue on a channel,
-// which is FIFO only: the starving waiter re-queues behind every other
-// sleeper, and the hand-off its own flag started goes to the sleeper at the
-// head, which ends hand-off mode when it has not itself waited long. The
-// starving waiter is then back in normal mode, where an arriving goroutine
-// can beat it again each time it is woken: its wait is not bounded.
+// it the lock: its wait is bounded. The lock review found shardLock's
+// waiters queued on one channel, FIFO only: the starving waiter re-queued
+// behind every other sleeper, and the hand-off its own flag started went to
+// the sleeper at the head, which ended hand-off mode when it had not itself
+// waited long, so the starving waiter's wait was not bounded. A waiter that
+// sleeps again now sleeps on a second channel that Unlock serves first.
 //
 // The schedule is forced with GOMAXPROCS 1: the unlocker re-takes the lock
 // before the woken waiter S1 runs.
 func TestLockReview10StarvingWaiterServedFirst(t *testing.T) {
-	t.Skip("lockreview10: a starving shardLock waiter re-queues behind the other sleepers (FIFO channel), so hand-off mode does not serve it first as sync.Mutex does; fairness, not exclusion")
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	defer lockStarveAfter.Store(lockStarveAfter.Load())
 	lockStarveAfter.Store(0) // every woken waiter counts as starving

@@ -43,8 +43,9 @@ func lockReview10Watchdog(t *testing.T, progress *atomic.Int64, done <-chan stru
 // sets hand-off mode clears lockWoken in the same CAS, and Unlock sets
 // lockWoken only in normal mode); hand-off mode always has a sleeper to
 // hand to (setting it adds the setter as a sleeper, and the receiver that
-// takes the last sleeper clears it in the same Add).
-func lockReview10CheckState(s int32) error {
+// takes the last sleeper clears it in the same Add); the requeued sleepers
+// are some of the sleepers (both counts change in the same atomic step).
+func lockReview10CheckState(s int64) error {
 	switch {
 	case s < 0:
 		return fmt.Errorf("state %#x: negative sleeper count", s)
@@ -52,6 +53,8 @@ func lockReview10CheckState(s int32) error {
 		return fmt.Errorf("state %#x: woken and starving at once", s)
 	case s&lockStarving != 0 && s < lockSleeper:
 		return fmt.Errorf("state %#x: hand-off mode with nobody asleep", s)
+	case (s&requeuedMask)/lockRequeued > s/lockSleeper:
+		return fmt.Errorf("state %#x: more requeued sleepers than sleepers", s)
 	}
 	return nil
 }
@@ -160,7 +163,7 @@ func lockReview10Hammer(t *testing.T, goroutines, rounds int, section func(g, i 
 	if got := l.state.Load(); got != 0 {
 		t.Errorf("state %#x at the end, want 0", got)
 	}
-	if n := len(l.wake); n != 0 {
-		t.Errorf("%d wake-ups left in the channel at the end", n)
+	if n := len(l.wake) + len(l.requeued); n != 0 {
+		t.Errorf("%d wake-ups left in the channels at the end", n)
 	}
 }

@@ -118,7 +118,7 @@ type shard[K comparable, C Conn] struct {
 	misses    atomic.Uint64 // written under mu
 	// sharedCount is the number of shared connections; written under mu.
 	sharedCount atomic.Int64
-	_           [8]byte // pad: keys starts the second line
+	// (mu is 24 bytes, so these fill the first line: keys starts the second.)
 
 	// Second line: the key table, read on every get and put but written
 	// only when a key comes or goes, and the bookkeeping for when a key's

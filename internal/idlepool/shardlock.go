@@ -8,11 +8,12 @@ import (
 // shardLock is the mutual exclusion lock of a shard. It behaves like
 // sync.Mutex (an uncontended Lock is one compare-and-swap; a released lock
 // may be taken by an arriving goroutine before a woken waiter; one woken
-// waiter at a time; a waiter that has waited longer than lockStarveAfter
-// switches the lock to hand-off mode, where each Unlock passes it to the
-// first sleeper in line) except in how a goroutine that finds it held waits:
-// it polls briefly without PAUSE, and not at all when others already wait,
-// then sleeps.
+// waiter at a time; a waiter that lost the lock after a wake-up sleeps again
+// ahead of the waiters that never woke; a waiter that has waited longer than
+// lockStarveAfter switches the lock to hand-off mode, where each Unlock
+// passes it to the first sleeper in line) except in how a goroutine that
+// finds it held waits: it polls briefly without PAUSE, and not at all when
+// others already wait, then sleeps.
 //
 // Why: the pool's critical sections are tens of nanoseconds, and when many
 // requests use one key they all take one shard's lock. sync.Mutex spins up
@@ -27,20 +28,37 @@ import (
 // The zero shardLock is not usable: init creates its wake channel.
 type shardLock struct {
 	// state is lockHeld, lockWoken and lockStarving, plus the number of
-	// sleeping waiters times lockSleeper.
-	state atomic.Int32
-	// wake carries wake-ups to sleeping waiters. At most one is in flight at
-	// a time (in normal mode lockWoken is set from the send until the woken
-	// waiter acts; in hand-off mode the lock stays handed over until the
-	// receiver has it), so a send on its one-slot buffer never blocks.
-	wake chan struct{}
+	// waiters asleep on requeued times lockRequeued, plus the number of all
+	// sleeping waiters (on either channel) times lockSleeper.
+	state atomic.Int64
+	// wake and requeued carry wake-ups to sleeping waiters: a waiter's first
+	// sleep is on wake, every later one on requeued, and an Unlock wakes a
+	// sleeper of requeued when there is one. So a waiter that was woken and
+	// lost the lock again (to an arriving goroutine) is next in line instead
+	// of behind every waiter that came after it, and the hand-off that its
+	// long wait started goes to it. Two channels because a channel's
+	// receivers are served in arrival order only.
+	//
+	// At most one wake-up is in flight at a time over both (in normal mode
+	// lockWoken is set from the send until the woken waiter acts; in
+	// hand-off mode the lock stays handed over until the receiver has it),
+	// so a send on either one-slot buffer never blocks.
+	wake     chan struct{}
+	requeued chan struct{}
 }
 
 const (
 	lockHeld     = 1 << iota // a goroutine holds the lock
 	lockWoken                // a sleeper was woken and has not yet retried
 	lockStarving             // hand-off mode (see shardLock)
-	lockSleeper              // the unit of the sleeper count
+
+	// lockRequeued is the unit of the count of sleepers on requeued, in
+	// bits 3-31; lockSleeper the unit of the count of all sleepers, from
+	// bit 32 (so neither count can overflow into the other).
+	lockRequeued = 1 << 3
+	lockSleeper  = 1 << 32
+
+	requeuedMask = lockSleeper - lockRequeued
 )
 
 // lockStarveAfter is how long (in nanoseconds) a waiter may wait before it
@@ -50,7 +68,10 @@ var lockStarveAfter atomic.Int64
 
 func init() { lockStarveAfter.Store(int64(time.Millisecond)) }
 
-func (l *shardLock) init() { l.wake = make(chan struct{}, 1) }
+func (l *shardLock) init() {
+	l.wake = make(chan struct{}, 1)
+	l.requeued = make(chan struct{}, 1)
+}
 
 // Lock locks l, sleeping until it is available.
 func (l *shardLock) Lock() {
@@ -103,8 +124,13 @@ func (l *shardLock) lockSlow() {
 			}
 			continue
 		}
-		// Held, or being handed to a sleeper: sleep.
+		// Held, or being handed to a sleeper: sleep, ahead of the
+		// waiters that never woke if this one slept before.
+		requeue := !since.IsZero()
 		new := old + lockSleeper
+		if requeue {
+			new += lockRequeued
+		}
 		if awoke {
 			new &^= lockWoken
 		}
@@ -117,19 +143,28 @@ func (l *shardLock) lockSlow() {
 		if since.IsZero() {
 			since = time.Now()
 		}
-		<-l.wake
+		if requeue {
+			<-l.requeued
+		} else {
+			<-l.wake
+		}
 		starving = starving || int64(time.Since(since)) > lockStarveAfter.Load()
 		if cur := l.state.Load(); cur&lockStarving != 0 {
-			// Hand-off: the unlocker left the lock to us. Take it, leave
-			// the sleepers, and end hand-off mode if we did not wait long
-			// or nobody else sleeps.
-			delta := int32(lockHeld - lockSleeper)
+			// Hand-off: the unlocker left the lock to us and counted
+			// nothing. Take it, leave the sleepers (and the requeued
+			// ones), and end hand-off mode if we did not wait long or
+			// nobody else sleeps.
+			delta := int64(lockHeld - lockSleeper)
+			if requeue {
+				delta -= lockRequeued
+			}
 			if !starving || cur/lockSleeper == 1 {
 				delta -= lockStarving
 			}
 			l.state.Add(delta)
 			return
 		}
+		// Woken in normal mode: the unlocker took us off the counts.
 		awoke = true
 	}
 }
@@ -142,13 +177,19 @@ func (l *shardLock) Unlock() {
 	}
 }
 
-func (l *shardLock) unlockSlow(new int32) {
+func (l *shardLock) unlockSlow(new int64) {
 	if (new+lockHeld)&lockHeld == 0 {
 		l.state.Add(lockHeld) // undone, so that a caller that recovers finds the lock as it was
 		panic("idlepool: unlock of unlocked shard lock")
 	}
 	if new&lockStarving != 0 {
-		l.wake <- struct{}{} // hand the lock to the first sleeper
+		// Hand the lock to the first sleeper, a requeued one if any; it
+		// takes itself off the counts.
+		if new&requeuedMask != 0 {
+			l.requeued <- struct{}{}
+		} else {
+			l.wake <- struct{}{}
+		}
 		return
 	}
 	old := new
@@ -158,7 +199,12 @@ func (l *shardLock) unlockSlow(new int32) {
 		if old < lockSleeper || old&(lockHeld|lockWoken|lockStarving) != 0 {
 			return
 		}
-		if l.state.CompareAndSwap(old, (old-lockSleeper)|lockWoken) {
+		if old&requeuedMask != 0 {
+			if l.state.CompareAndSwap(old, (old-lockSleeper-lockRequeued)|lockWoken) {
+				l.requeued <- struct{}{}
+				return
+			}
+		} else if l.state.CompareAndSwap(old, (old-lockSleeper)|lockWoken) {
 			l.wake <- struct{}{}
 			return
 		}

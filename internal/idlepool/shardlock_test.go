@@ -10,7 +10,7 @@ import (
 
 // waitState polls l's state until it equals want (a goroutine has gone to
 // sleep, or taken the lock); the deadline is only a hang guard.
-func waitState(t *testing.T, l *shardLock, want int32) {
+func waitState(t *testing.T, l *shardLock, want int64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for l.state.Load() != want {
