@@ -123,7 +123,7 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			return nil, nil, w.end()
 		}
 		pc, sc, again, err := t.dialHeld(w, key, ds)
-		if again {
+		if again && sc == nil {
 			continue // w stays armed for the next look and wait
 		}
 		cerr := w.end()
@@ -139,7 +139,9 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			}
 			return nil, nil, err
 		}
-		t.stats.countDial(sc == nil)
+		if !again { // again with sc: found in the pool, no dial
+			t.stats.countDial(sc == nil)
+		}
 		if sc != nil {
 			if cerr != nil {
 				sc.ReleaseStream() // the connection stays shared in the pool

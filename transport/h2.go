@@ -80,6 +80,10 @@ type h2State struct {
 	// beforeFirstStream, when set (tests only), runs on each new shared
 	// connection before its first stream is reserved.
 	beforeFirstStream func(sharedConn)
+	// beforeSettingsWait, when set (tests only), runs when the leader of a
+	// dial asks a connection of its key whether to wait for the server's
+	// SETTINGS (sharedBeforeDial).
+	beforeSettingsWait func()
 }
 
 // maxSharedRetries caps the transparent retries of one request whose
@@ -135,9 +139,12 @@ func (t *Transport) initH2() {
 // dialAny dials for key with the pool slot the caller holds. It returns an
 // HTTP/1 connection holding the slot, or a shared connection (the slot
 // moved to it, one stream reserved for the caller), or again = true when
-// the caller should look in the pool once more (the slot was released: a
-// concurrent dial produced a shared connection). On error the caller
-// releases the slot.
+// the caller's slot was released without a dial: with a shared connection
+// from the pool, one stream reserved for the caller (sharedBeforeDial
+// found it), or without one when the caller should look in the pool once
+// more (a concurrent dial produced a shared connection, or the caller was
+// cancelled while waiting for a connection's SETTINGS). On error the
+// caller releases the slot.
 func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h1Conn, sharedConn, bool, error) {
 	if key.h1Only {
 		pc, err := t.dialConn(ctx, key, ds)
@@ -169,14 +176,15 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 		}
 	}()
 	if leader {
-		// The flight that ended just before this one began may have added
-		// a connection after the caller looked in the pool: look again
-		// rather than dial a connection net/http would not have dialled.
-		if s, ok := t.pool.GetShared(key); ok {
-			s.(sharedConn).ReleaseStream()
+		sc, err := t.sharedBeforeDial(ctx, key)
+		if sc != nil || err != nil {
+			// The stream, if any, is the caller's: given back and taken
+			// again, x/net could count it a moment longer and a
+			// connection be dialled meanwhile. On error (cancelled) the
+			// caller's next look in the pool returns it.
 			t.releaseTCPSlot(key)
 			outcome = dialShared // followers look in the pool too
-			return nil, nil, true, nil
+			return nil, sc, true, nil
 		}
 	}
 	d, err := t.dialRaw(ctx, key, ds)
@@ -220,6 +228,46 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 	t.pool.AddShared(key, sc)
 	outcome = dialShared
 	return nil, sc, false, nil
+}
+
+// sharedBeforeDial looks in the pool once more before the leader of a dial
+// for key dials. The flight that ended just before this one began may have
+// added a connection after the caller looked; and with MaxConnsPerHost (the
+// OnStreamFree hook) a new connection refuses a second stream until the
+// server's SETTINGS are known, which does not mean it is full: the leader
+// waits for them (h2conn AwaitPeerSettings), as requests beyond the first
+// of a new connection wait for its SETTINGS without a limit, and looks
+// again. Either way it does not dial a connection net/http would not have
+// dialled. It returns a shared connection with a stream reserved, nil if
+// there is none to be had, or ctx's error if it ended during a wait. Only
+// dials pay for it (the registry's snapshot, with MaxConnsPerHost).
+func (t *Transport) sharedBeforeDial(ctx context.Context, key connKey) (sharedConn, error) {
+	if s, ok := t.pool.GetShared(key); ok {
+		return s.(sharedConn), nil
+	}
+	if t.MaxConnsPerHost <= 0 {
+		return nil, nil // no hook: no stream is refused for want of SETTINGS
+	}
+	for _, e := range t.h2.live.snapshot() {
+		c, ok := e.c.(*h2Shared)
+		if !ok || e.key != key {
+			continue
+		}
+		if t.h2.beforeSettingsWait != nil {
+			t.h2.beforeSettingsWait()
+		}
+		waited, err := c.AwaitPeerSettings(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !waited {
+			continue
+		}
+		if s, ok := t.pool.GetShared(key); ok {
+			return s.(sharedConn), nil
+		}
+	}
+	return nil, nil
 }
 
 // sharedFromDial turns a connection just dialled for a shared key into a

@@ -45,7 +45,9 @@ type Conn struct {
 	mu sync.Mutex
 	// busy counts slots in use: reserved and not yet released.
 	busy int
-	// unstarted counts reservations not yet consumed by RoundTrip.
+	// unstarted counts slots ReserveStream granted that no RoundTrip has
+	// consumed and no ReleaseStream given back (a slot ReserveStream is
+	// still deciding on counts in busy only).
 	unstarted int
 	// xres counts, among unstarted, those that hold an x/net reservation
 	// (x/net consumes any one of them on its next RoundTrip). The others
@@ -75,6 +77,11 @@ type Conn struct {
 	// inUseHanded: the connection was handed to x/net's pool path once,
 	// for markInUse (watch.go).
 	inUseHanded atomic.Bool
+
+	// testHookReserving, when set (tests only, before the ReserveStream
+	// calls it is to see), runs in ReserveStream after the slot counts as
+	// busy and before it is decided whether the slot is granted.
+	testHookReserving func()
 }
 
 // NewClientConn makes nc an HTTP/2 client connection: it writes the client
@@ -149,10 +156,19 @@ func (c *Conn) ReserveStream() bool {
 		c.mu.Unlock()
 		return false
 	}
+	// The slot counts as busy at once (IdleSince and CloseIfIdle see it),
+	// but in unstarted only once it is granted, together with what backs
+	// it: ReleaseStream tells a slot with an x/net reservation from one
+	// without by counting unstarted against xres, and a slot still being
+	// decided is neither. Counted early, a release meanwhile kept an x/net
+	// reservation for good, a stream lost to the connection
+	// (TestReleaseDuringReserveKeepsXnetCount).
 	c.busy++
-	c.unstarted++
 	othersBusy := c.busy > 1
 	c.mu.Unlock()
+	if c.testHookReserving != nil {
+		c.testHookReserving()
+	}
 
 	if othersBusy && !c.peerLimitKnown() {
 		// Until the server's SETTINGS arrive x/net allows 100 streams
@@ -164,21 +180,19 @@ func (c *Conn) ReserveStream() bool {
 		hooked := c.free.fn.Load() != nil
 		if !hooked && !c.strict {
 			c.startProbe()
+			c.granted(false)
 			return true
 		}
 		if hooked {
 			c.mu.Lock()
 			c.busy--
-			c.unstarted--
 			c.mu.Unlock()
 			c.watchLater()
 			return false
 		}
 	}
 	if c.cc.ReserveNewRequest() {
-		c.mu.Lock()
-		c.xres++
-		c.mu.Unlock()
+		c.granted(true)
 		return true
 	}
 	// x/net says no: the connection is full or unusable. With strict
@@ -186,11 +200,11 @@ func (c *Conn) ReserveStream() bool {
 	// streams of ours in flight make "full" the likely reason, and if it is
 	// in fact unusable RoundTrip fails with a retryable error.
 	if c.strict && othersBusy {
+		c.granted(false)
 		return true
 	}
 	c.mu.Lock()
 	c.busy--
-	c.unstarted--
 	c.mu.Unlock()
 	if !othersBusy {
 		// None of our streams in use: unusable, or full of streams we
@@ -203,6 +217,17 @@ func (c *Conn) ReserveStream() bool {
 		}
 	}
 	return false
+}
+
+// granted counts a slot ReserveStream grants as unstarted, and as holding
+// an x/net reservation when xnet is set.
+func (c *Conn) granted(xnet bool) {
+	c.mu.Lock()
+	c.unstarted++
+	if xnet {
+		c.xres++
+	}
+	c.mu.Unlock()
 }
 
 // ReleaseStream gives back a slot reserved by ReserveStream that will not be

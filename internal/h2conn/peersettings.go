@@ -98,6 +98,28 @@ func (c *Conn) probePeerSettings() {
 	}
 }
 
+// AwaitPeerSettings waits while the connection refuses a second slot only
+// because the server's SETTINGS are not known yet (ReserveStream with an
+// OnStreamFree hook): until they are known, the probe ends otherwise, or
+// ctx is done (ctx's error). A caller that would dial another connection
+// for want of a slot here waits for this one instead, as requests beyond
+// the first of a new connection wait for its SETTINGS without a hook. It
+// reports whether there was anything to wait for: false at once when the
+// SETTINGS are known, when no hook is set or the probe has not started (no
+// slot is refused for them then), or when the connection is dead.
+func (c *Conn) AwaitPeerSettings(ctx context.Context) (bool, error) {
+	if c.peer.settled.Load() || !c.peer.probing.Load() || c.free.fn.Load() == nil || c.isDead() {
+		return false, nil
+	}
+	select {
+	case <-c.peer.probed:
+	case <-c.peer.seen:
+	case <-ctx.Done():
+		return true, ctx.Err()
+	}
+	return true, nil
+}
+
 // peerFrameSeen records that a frame the server sent after its SETTINGS (a
 // response) was processed.
 func (c *Conn) peerFrameSeen() {
