@@ -202,7 +202,7 @@ func (t *Transport) retryDeadPath(req *http.Request, o *outgoing, err error) (*h
 	if !isReplayable(req) {
 		return nil, fmt.Errorf("ferry/transport: HTTP/3 connection lost before the response (its network path stopped acknowledging); "+
 			"not sent again because the server may have processed it and it is not replayable "+
-			"(not GET, HEAD, OPTIONS or TRACE without an Idempotency-Key, or a body without Request.GetBody): %w", err), true
+			"(its method is not GET, HEAD, OPTIONS or TRACE and it has no Idempotency-Key, or its body cannot be rewound: Request.GetBody is nil): %w", err), true
 	}
 	if o.body != nil {
 		body, gerr := req.GetBody()

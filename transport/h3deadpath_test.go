@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,19 +203,43 @@ func TestH3DeadPathReplayRules(t *testing.T) {
 
 // TestH3SlowServerKeepsConnection: a server that takes 3 s (three times
 // the dead-path threshold on loopback) to answer, on a path that works,
-// is answered over HTTP/3; the connection is not judged dead and serves
-// the next request.
+// while the client is silent (a GET) and while it sends (an upload of a
+// chunk every 250 ms): both are answered over HTTP/3, the connection is
+// not judged dead and serves the next request.
 func TestH3SlowServerKeepsConnection(t *testing.T) {
 	chaosLeakCheck(t, func(t *testing.T) {
-		e := newDeadPathEnv(t, 3*time.Second, 0)
-		req, _ := http.NewRequest("GET", e.u+"/slow", nil)
-		if proto, body, err := e.do(req); err != nil || proto != "HTTP/3.0" || body != "HTTP/3.0 " {
-			t.Fatalf("slow answer: %s %q %v, want it over HTTP/3", proto, body, err)
-		}
+		const hold = 3 * time.Second
+		e := newDeadPathEnv(t, hold, 0)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", e.u+"/slow", nil)
+			if proto, body, err := e.do(req); err != nil || proto != "HTTP/3.0" || body != "HTTP/3.0 " {
+				t.Errorf("slow answer: %s %q %v, want it over HTTP/3", proto, body, err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			pr, pw := io.Pipe()
+			go func() {
+				for i := 0; i < int(hold/(250*time.Millisecond)); i++ {
+					time.Sleep(250 * time.Millisecond)
+					pw.Write([]byte("x"))
+				}
+				pw.Close()
+			}()
+			req, _ := http.NewRequest("POST", e.u+"/slow", pr)
+			want := "HTTP/3.0 " + strings.Repeat("x", int(hold/(250*time.Millisecond)))
+			if proto, body, err := e.do(req); err != nil || proto != "HTTP/3.0" || body != want {
+				t.Errorf("slow upload: %s %q %v, want it over HTTP/3", proto, body, err)
+			}
+		}()
+		wg.Wait()
 		if brokenAlt(t, e.tr, e.u, e.port) || e.tr.Stats().AltSvc.Broken != 0 {
 			t.Fatal("a slow server on a working path was judged dead")
 		}
-		req, _ = http.NewRequest("GET", e.u, nil)
+		req, _ := http.NewRequest("GET", e.u, nil)
 		if proto, _, err := e.do(req); err != nil || proto != "HTTP/3.0" {
 			t.Fatalf("next request: %s %v, want HTTP/3", proto, err)
 		}
