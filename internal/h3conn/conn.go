@@ -57,8 +57,7 @@ func newConn(d *Dialer, q *quic.Conn) *Conn {
 		maxStreams: d.cfg.maxStreams(),
 		idleSince:  d.cfg.now(),
 	}
-	c.watch.deadMin = d.cfg.pathDeadMin
-	c.watchEvery = watchInterval(c.watch.deadAfter(0, 0))
+	c.watchEvery = watchInterval(deadAfter(0, 0))
 	c.watchTimer = time.AfterFunc(time.Hour, c.lookAtPath)
 	c.watchTimer.Stop()
 	return c
@@ -149,15 +148,15 @@ func (c *Conn) lookAtPath() {
 		return
 	}
 	st := c.q.ConnectionStats()
-	deadAfter := c.watch.deadAfter(st.SmoothedRTT, st.MeanDeviation)
-	v := c.watch.look(samplePath(st), time.Now(), deadAfter)
+	limit := deadAfter(st.SmoothedRTT, st.MeanDeviation)
+	v := c.watch.look(samplePath(st), time.Now(), limit)
 	if v == pathDead {
 		c.pathDied()
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.watchEvery = watchInterval(deadAfter)
+	c.watchEvery = watchInterval(limit)
 	if c.closed {
 		c.watching = false
 		return

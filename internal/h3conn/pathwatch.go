@@ -40,14 +40,19 @@ import (
 //
 // A server that takes long to answer on a working path is not dead: its
 // QUIC stack acknowledges the request at once, and the keep-alive PINGs
-// that follow every 10 s of silence are acknowledged too, ending every run.
+// (DefaultKeepAlivePeriod: 10 s after the last packet received) are
+// acknowledged too, ending every run.
 //
 // The watch runs on a timer of the connection's, armed when a request
 // starts on an unwatched connection (a bool under Conn.mu on the request
 // path: no allocation, no system call) and left to stop by itself once the
-// connection is idle and quiet. It does not see a path that died while the
-// connection was idle until a request (or the keep-alive PING, 10 s after the
-// last packet received, once a request runs) sends something.
+// connection is idle and quiet for two looks. What it cannot see: a path
+// that died while the connection was idle, until the next request sends
+// something (that request then waits for the judgement); and a path that
+// died while the requests only wait for their answers, until the keep-alive
+// PING goes out (about 11 s in all with the default period; quic-go has no
+// call to send a PING sooner). Without keep-alives (a QUICConfig with
+// KeepAlivePeriod 0) the second case is left to the idle timeout.
 const (
 	// deadPTOs is how many consecutive probe timeouts a run must last.
 	deadPTOs = 4
@@ -102,27 +107,20 @@ type pathWatch struct {
 	// when there is none. runSent is the count of packets sent then.
 	runSince time.Time
 	runSent  uint64
-	// deadMin overrides deadMinDuration (tests); zero means the constant.
-	deadMin time.Duration
 }
 
 // deadAfter is how long a run lasts before the path is judged dead, for a
 // connection whose RTT estimate is srtt with mean deviation rttvar.
-func (w *pathWatch) deadAfter(srtt, rttvar time.Duration) time.Duration {
+func deadAfter(srtt, rttvar time.Duration) time.Duration {
 	if srtt <= 0 {
 		srtt = 100 * time.Millisecond // RFC 9002's initial RTT, before a sample
 	}
 	pto := srtt + max(4*rttvar, time.Millisecond) + peerAckDelay
-	d := pto * (1<<deadPTOs - 1)
-	least := deadMinDuration
-	if w.deadMin > 0 {
-		least = w.deadMin
-	}
-	return max(d, least)
+	return max(pto*(1<<deadPTOs-1), deadMinDuration)
 }
 
-// interval is the time between two looks for a given deadAfter: a run is
-// seen to last long enough at most an eighth of it late.
+// watchInterval is the time between two looks for a given deadAfter: a
+// run is seen to last long enough at most an eighth of it late.
 func watchInterval(deadAfter time.Duration) time.Duration {
 	return min(max(deadAfter/8, watchMinInterval), watchMaxInterval)
 }

@@ -71,14 +71,13 @@ func TestPathWatchLook(t *testing.T) {
 const ms = time.Millisecond
 
 func TestPathWatchDeadAfter(t *testing.T) {
-	var w pathWatch
-	if got := w.deadAfter(200*ms, 10*ms); got != 15*(200+40+25)*ms {
+	if got := deadAfter(200*ms, 10*ms); got != 15*(200+40+25)*ms {
 		t.Errorf("deadAfter(200ms, 10ms) = %v, want 15 PTOs", got)
 	}
-	if got := w.deadAfter(20*ms, 0); got != deadMinDuration {
+	if got := deadAfter(20*ms, 0); got != deadMinDuration {
 		t.Errorf("deadAfter on loopback = %v, want the floor %v", got, deadMinDuration)
 	}
-	if got := w.deadAfter(0, 0); got != 15*(100+1+25)*ms {
+	if got := deadAfter(0, 0); got != 15*(100+1+25)*ms {
 		t.Errorf("deadAfter without an RTT sample = %v", got)
 	}
 	if got := watchInterval(deadMinDuration); got != 125*ms {
