@@ -37,7 +37,14 @@ import (
 // processed) goes over TCP, whatever its method, when its body can be
 // produced again: no body, or GetBody (as x/net does for HTTP/2's
 // REFUSED_STREAM). Otherwise it fails with an error saying so that wraps
-// the *h3conn.RetryableError. Any other failure is returned.
+// the *h3conn.RetryableError. One that got no response because its
+// connection judged its network path dead (h3conn.ErrPathDead: its packets
+// went unacknowledged) may have been processed: it goes over TCP only when
+// it is replayable as net/http defines it (GET, HEAD, OPTIONS, TRACE or an
+// Idempotency-Key, with no body or GetBody), the rule net/http applies to
+// a reused connection that broke before any response byte. The connection
+// has then left the pool and the alternative is marked broken (h3dial.go).
+// Any other failure is returned.
 
 // roundTripH3 sends req over HTTP/3 if it should go there. handled is false
 // when the request is to go over TCP; o may then carry a body rewound by
@@ -186,6 +193,28 @@ func (t *Transport) tcpAtHand(key connKey) bool {
 	return true
 }
 
+// retryDeadPath decides for a request that got no response because its
+// connection judged its path dead (err wraps h3conn.ErrPathDead): the
+// server may have received it, so it goes over TCP only when net/http
+// would send it again after a reused connection broke before any response
+// byte (isReplayable), with its body rewound by GetBody.
+func (t *Transport) retryDeadPath(req *http.Request, o *outgoing, err error) (*http.Response, error, bool) {
+	if !isReplayable(req) {
+		return nil, fmt.Errorf("ferry/transport: HTTP/3 connection lost before the response (its network path stopped acknowledging); "+
+			"not sent again because the server may have processed it and it is not replayable "+
+			"(its method is not GET, HEAD, OPTIONS or TRACE and it has no Idempotency-Key, or its body cannot be rewound: Request.GetBody is nil): %w", err), true
+	}
+	if o.body != nil {
+		body, gerr := req.GetBody()
+		if gerr != nil {
+			return nil, fmt.Errorf("ferry/transport: rewinding the body of a request lost with its HTTP/3 connection: %w", gerr), true
+		}
+		o.body = body
+	}
+	t.stats.countRetry()
+	return nil, nil, false
+}
+
 // sendH3 sends req on c (a stream is reserved for it) and applies the
 // retry rules above.
 func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key connKey) (*http.Response, error, bool) {
@@ -207,6 +236,9 @@ func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key c
 			err = mapped
 		}
 		ex.finish()
+		if errors.Is(err, h3conn.ErrPathDead) {
+			return t.retryDeadPath(req, o, err)
+		}
 		if !errors.As(err, &re) {
 			return nil, err, true
 		}

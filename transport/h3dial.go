@@ -211,7 +211,28 @@ func (t *Transport) h3DialerConfig(h *h3Client) h3conn.Config {
 		LookupNetIP: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return t.dialer.Resolve(ctx, host)
 		},
+		OnPathDead: func(c *h3conn.Conn) { t.h3PathDead(h, c) },
 	}
+}
+
+// h3PathDead runs when c judged its network path dead (its packets went
+// unacknowledged, see h3conn's pathwatch.go), before c closes: c leaves the
+// pool, so that no request waits on it, and its alternative is marked
+// broken, so that the origin's requests use TCP, without a head start, for
+// the alternative's backoff. The requests on c then fail, and sendH3
+// retries those that may be over TCP. The set of connections and the
+// MaxConnsPerHost slot forget c as for any connection that died
+// (pruneConnsLocked, quicReclaim) once its last request is over.
+func (t *Transport) h3PathDead(h *h3Client, c *h3conn.Conn) {
+	h.mu.Lock()
+	key, ok := h.conns[c]
+	h.mu.Unlock()
+	if !ok {
+		return
+	}
+	h.pool.RemoveShared(key, c)
+	t.stats.countBroken()
+	h.cache.MarkBroken(key.origin, altsvc.Alternative{Protocol: "h3", Host: key.altHost, Port: key.altPort})
 }
 
 // runH3Flight dials, records the outcome in the cache and the pool, and

@@ -98,8 +98,10 @@ type AltSvcStats struct {
 	// Upgrades counts QUIC connections made to an alternative an origin
 	// advertised: each one moves that origin's requests to HTTP/3.
 	Upgrades uint64
-	// Broken counts QUIC dials that failed and marked their alternative
-	// broken (requests then use TCP while it backs off).
+	// Broken counts QUIC dials that failed, and HTTP/3 connections whose
+	// network path was judged dead (their packets went unacknowledged),
+	// each marking its alternative broken (requests then use TCP while it
+	// backs off).
 	Broken uint64
 	// HeadStartWaits counts requests that waited for a QUIC dial in
 	// progress (at most the head start) before using a connection.

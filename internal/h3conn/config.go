@@ -63,6 +63,13 @@ type Config struct {
 	LookupNetIP func(ctx context.Context, host string) ([]netip.Addr, error)
 	// Now is the clock IdleSince reports on; nil means time.Now.
 	Now func() time.Time
+	// OnPathDead, when set, is called once for a Conn whose network path
+	// was judged dead (its packets went unacknowledged for 4 probe
+	// timeouts and at least a second, see pathwatch.go), on a goroutine of
+	// the Conn's, after the Conn stopped taking requests and before it is
+	// closed: the requests still on it then fail with an error wrapping
+	// ErrPathDead. Nil means the Conn is only closed.
+	OnPathDead func(*Conn)
 }
 
 func (c *Config) maxHeaderBytes() int {

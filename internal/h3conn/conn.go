@@ -26,23 +26,41 @@ type Conn struct {
 	cc         *http3.ClientConn
 	maxStreams int
 	dead       atomic.Bool // closed, GOAWAY seen or QUIC connection gone
+	// pathDead is set (before dead) when the path watch judged the
+	// network path dead; requests that fail then wrap ErrPathDead.
+	pathDead atomic.Bool
 
-	mu        sync.Mutex // guards reserved, active, idleSince, used, closed
+	// watch judges the path (pathwatch.go); watchTimer runs its looks
+	// (lookAtPath). The timer is made once, with the connection.
+	watch      pathWatch
+	watchTimer *time.Timer
+
+	mu        sync.Mutex // guards reserved, active, idleSince, used, closed and the watch* fields
 	reserved  int        // slots claimed by ReserveStream, not yet used
 	active    int        // requests in flight (until their body is done)
 	idleSince time.Time  // when active and reserved last dropped to zero
 	used      bool       // a request was sent: GotConn reports Reused
 	closed    bool
+	// watching is set while watchTimer is armed or its look runs;
+	// watchEvery is the time between looks; quietLooks counts looks in a
+	// row that found c idle and quiet (two stop the watch).
+	watching   bool
+	watchEvery time.Duration
+	quietLooks int
 }
 
 func newConn(d *Dialer, q *quic.Conn) *Conn {
-	return &Conn{
+	c := &Conn{
 		d:          d,
 		q:          q,
 		cc:         d.h3.NewClientConn(q),
 		maxStreams: d.cfg.maxStreams(),
 		idleSince:  d.cfg.now(),
 	}
+	c.watchEvery = watchInterval(deadAfter(0, 0))
+	c.watchTimer = time.AfterFunc(time.Hour, c.lookAtPath)
+	c.watchTimer.Stop()
+	return c
 }
 
 // watchClose marks c dead and forgets it once the QUIC connection ends for
@@ -113,9 +131,75 @@ func (c *Conn) Close() error {
 
 func (c *Conn) shutdown() {
 	c.dead.Store(true)
+	c.watchTimer.Stop() // a look in progress sees closed and stops too
 	c.cc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 	c.d.forget(c)
 }
+
+// lookAtPath is one look of the path watch (pathwatch.go), run by
+// watchTimer: it judges the path from quic-go's counters, closes c if the
+// path is dead, and arms the next look unless c is closed, or idle and
+// quiet for two looks in a row.
+func (c *Conn) lookAtPath() {
+	if c.q.Context().Err() != nil {
+		c.mu.Lock()
+		c.watching = false // the QUIC connection is over: nothing to judge
+		c.mu.Unlock()
+		return
+	}
+	st := c.q.ConnectionStats()
+	limit := deadAfter(st.SmoothedRTT, st.MeanDeviation)
+	v := c.watch.look(samplePath(st), time.Now(), limit)
+	if v == pathDead {
+		c.pathDied()
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.watchEvery = watchInterval(limit)
+	if c.closed {
+		c.watching = false
+		return
+	}
+	if v == pathQuiet && c.active == 0 && c.reserved == 0 {
+		c.quietLooks++
+		if c.quietLooks >= 2 {
+			c.watching = false
+			return
+		}
+	} else {
+		c.quietLooks = 0
+	}
+	c.watchTimer.Reset(c.watchEvery)
+}
+
+func (c *Conn) pathSample() pathSample { return samplePath(c.q.ConnectionStats()) }
+
+func samplePath(st quic.ConnectionStats) pathSample {
+	return pathSample{sent: st.PacketsSent, received: st.PacketsReceived}
+}
+
+// pathDied takes c out of use for good once its path was judged dead: no
+// new request gets it, Config.OnPathDead is told (before the requests in
+// flight fail, so that their retries find the alternative broken), and the
+// connection is closed, which ends those requests with ErrPathDead.
+func (c *Conn) pathDied() {
+	if !c.pathDead.CompareAndSwap(false, true) {
+		return
+	}
+	c.dead.Store(true)
+	c.mu.Lock()
+	c.watching = false
+	c.mu.Unlock()
+	if f := c.d.cfg.OnPathDead; f != nil {
+		f(c)
+	}
+	c.Close()
+}
+
+// PathDead reports whether c was closed because its network path stopped
+// acknowledging packets (see Config.OnPathDead).
+func (c *Conn) PathDead() bool { return c.pathDead.Load() }
 
 // LocalAddr and RemoteAddr are the QUIC connection's addresses.
 func (c *Conn) LocalAddr() net.Addr { return c.q.LocalAddr() }
@@ -141,6 +225,14 @@ func (c *Conn) acquire() (info httptrace.GotConnInfo, ok bool) {
 	info.Reused = c.used
 	c.used = true
 	c.active++
+	if !c.watching {
+		// Rare (the watch stops only once c was idle and quiet for two
+		// looks): a few atomic loads, no allocation.
+		c.watching = true
+		c.quietLooks = 0
+		c.watch.restart(c.pathSample())
+		c.watchTimer.Reset(c.watchEvery)
+	}
 	return info, true
 }
 

@@ -25,6 +25,12 @@
 //     server refused unprocessed (H3_REQUEST_REJECTED) fails with a
 //     [*RetryableError]; [IsRetryable] recognises it and
 //     [RetryableError.Unsent] says whether the body is still untouched.
+//   - A Conn watches its network path while it is in use: when the packets
+//     it sent stay unacknowledged for 4 probe timeouts (and at least a
+//     second) while quic-go keeps probing, the path is judged dead: the Conn
+//     stops taking requests, calls [Config.OnPathDead] and closes, and the
+//     requests on it fail with an error wrapping [ErrPathDead] (see
+//     pathwatch.go for the signal and its limits).
 //   - [Race] gives the QUIC handshake a head start over TCP. It returns the
 //     connection when QUIC wins, and otherwise tells the caller to use TCP
 //     while the dial finishes in the background and hands its outcome to a

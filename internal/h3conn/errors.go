@@ -17,6 +17,10 @@ var (
 	// within its head start (or TCPReady fired first): use TCP; the dial
 	// goes on and its outcome goes to RaceOptions.Late.
 	ErrHeadStartExpired = errors.New("h3conn: QUIC head start expired")
+	// ErrPathDead is wrapped by the errors of requests that were on a Conn
+	// when it judged its network path dead and closed itself: the server
+	// may or may not have received them, and any response was cut.
+	ErrPathDead = errors.New("h3conn: connection closed: its network path stopped acknowledging packets")
 )
 
 // RetryableError is a request failure that the server did not process: the

@@ -33,6 +33,10 @@ import (
 //     *RetryableError with Unsent set; req.Body is neither read nor closed,
 //     so the caller may send req elsewhere unchanged or close it; c is no
 //     longer Usable;
+//   - c judged its network path dead and closed itself before the
+//     response head came (Config.OnPathDead): an error wrapping
+//     ErrPathDead; the server may have received the request; req.Body has
+//     been closed;
 //   - the server reset the stream with H3_REQUEST_REJECTED: a
 //     *RetryableError with Unsent false; req.Body has been closed;
 //   - the request body's read error, a body length mismatch or the
@@ -106,6 +110,9 @@ func (c *Conn) classify(req *http.Request, st *requestState, err error) error {
 		return &RetryableError{Err: err, Unsent: true}
 	}
 	st.closeBody()
+	if c.pathDead.Load() {
+		return fmt.Errorf("%w: %w", ErrPathDead, err)
+	}
 	if isRequestRejected(err) {
 		return &RetryableError{Err: err}
 	}
@@ -304,6 +311,8 @@ func (b *responseBody) Read(p []byte) (int, error) {
 	if err != nil {
 		if err == io.EOF {
 			b.keepTrailerMap()
+		} else if b.c.pathDead.Load() {
+			err = fmt.Errorf("%w: %w", ErrPathDead, err)
 		}
 		b.finish()
 	}
