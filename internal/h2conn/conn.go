@@ -82,6 +82,10 @@ type Conn struct {
 	// calls it is to see), runs in ReserveStream after the slot counts as
 	// busy and before it is decided whether the slot is granted.
 	testHookReserving func()
+	// testHookPingIdle, when set (tests only, before the checker goroutine
+	// that is to see it starts), runs in checkOnce just before it pings a
+	// connection it found full with no slot of ours in use.
+	testHookPingIdle func()
 }
 
 // NewClientConn makes nc an HTTP/2 client connection: it writes the client
