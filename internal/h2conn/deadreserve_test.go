@@ -134,6 +134,14 @@ func TestRefusedReserveClosesDeadConn(t *testing.T) {
 	}
 	c.testHookReserving = nil // A and B have returned
 
+	wantClosedAtLastRefusal(t, c, nc)
+}
+
+// wantClosedAtLastRefusal checks, once the last slot of dead connection c
+// was refused, that c closed it: at once (ReserveStream has returned), and
+// its socket nc (closed by x/net, which may do it on a goroutine).
+func wantClosedAtLastRefusal(t *testing.T, c *Conn, nc *closeSeen) {
+	t.Helper()
 	c.mu.Lock()
 	busy, closed := c.busy, c.closed
 	c.mu.Unlock()
@@ -151,4 +159,79 @@ func TestRefusedReserveClosesDeadConn(t *testing.T) {
 	case <-time.After(20 * time.Second): // hang guard only
 		t.Fatal("the socket of the dead connection was not closed")
 	}
+}
+
+// TestRefusedReserveBeforeSettingsClosesDeadConn: the other refusal, of a
+// second slot asked for before the server's SETTINGS are known on a
+// connection with an OnStreamFree hook (peersettings.go), must close a
+// dead connection whose last slot it was too. The death is Shutdown whose
+// context ends while a request is in flight (x/net then stops new streams
+// but closes nothing itself); that request is cancelled while the second
+// reservation is being decided.
+func TestRefusedReserveBeforeSettingsClosesDeadConn(t *testing.T) {
+	held := make(chan struct{}, 1)
+	srv := testpeer.StartH2(t, testpeer.H2Script{
+		NoPingAck: true, // the SETTINGS probe is never answered
+		OnHeaders: func(_, _ int, _ *http2.Framer, _ uint32) error {
+			held <- struct{}{}
+			return nil // never answered: the client cancels it
+		},
+	})
+	nc := &closeSeen{Conn: dialH2(t, srv.Addr(), false), closed: make(chan struct{})}
+	// The probe must not give up (that would settle the SETTINGS) before
+	// the test ends; closing the connection ends it.
+	c, err := NewClientConn(nc, Config{HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.OnStreamFree(func() {})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/held", nil).WithContext(ctx))
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-held
+	if c.peerLimitKnown() {
+		t.Fatal("the server's SETTINGS are known without a PING ack or a response")
+	}
+
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	c.testHookReserving = func() { // read by the reservation started next
+		close(entered)
+		<-proceed
+	}
+	got := make(chan bool, 1)
+	go func() { got <- c.ReserveStream() }()
+	<-entered
+
+	sctx, scancel := context.WithCancel(context.Background())
+	scancel()
+	if err := c.Shutdown(sctx); err == nil {
+		t.Fatal("Shutdown with an ended context and a stream in flight returned nil")
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled request succeeded")
+	}
+	c.mu.Lock()
+	busy, closed := c.busy, c.closed
+	c.mu.Unlock()
+	if busy != 1 || closed {
+		t.Fatalf("with the reservation still deciding: busy %d, closed %v; want 1, false", busy, closed)
+	}
+
+	close(proceed)
+	if <-got {
+		t.Fatal("a stream on a dead connection")
+	}
+	c.testHookReserving = nil // the reservation has returned
+
+	wantClosedAtLastRefusal(t, c, nc)
 }
