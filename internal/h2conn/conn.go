@@ -43,7 +43,9 @@ type Conn struct {
 	// mu guards the fields below. It is never held while calling x/net,
 	// closing, or running a trace hook.
 	mu sync.Mutex
-	// busy counts slots in use: reserved and not yet released.
+	// busy counts slots in use: reserved and not yet released, and slots
+	// ReserveStream is still deciding on. It is decremented only in
+	// dropSlot, which closes a dead connection whose last slot it was.
 	busy int
 	// unstarted counts slots ReserveStream granted that no RoundTrip has
 	// consumed and no ReleaseStream given back (a slot ReserveStream is
@@ -82,6 +84,10 @@ type Conn struct {
 	// calls it is to see), runs in ReserveStream after the slot counts as
 	// busy and before it is decided whether the slot is granted.
 	testHookReserving func()
+	// testHookPingIdle, when set (tests only, before the checker goroutine
+	// that is to see it starts), runs in checkOnce just before it pings a
+	// connection it found full with no slot of ours in use.
+	testHookPingIdle func()
 }
 
 // NewClientConn makes nc an HTTP/2 client connection: it writes the client
@@ -184,9 +190,7 @@ func (c *Conn) ReserveStream() bool {
 			return true
 		}
 		if hooked {
-			c.mu.Lock()
-			c.busy--
-			c.mu.Unlock()
+			c.dropSlot(false)
 			c.watchLater()
 			return false
 		}
@@ -203,9 +207,7 @@ func (c *Conn) ReserveStream() bool {
 		c.granted(false)
 		return true
 	}
-	c.mu.Lock()
-	c.busy--
-	c.mu.Unlock()
+	c.dropSlot(false)
 	if !othersBusy {
 		// None of our streams in use: unusable, or full of streams we
 		// released and x/net still counts (judge.go, which pings a
@@ -340,20 +342,8 @@ func (c *Conn) Ping(ctx context.Context) error {
 // release gives back one slot; checkXnet asks x/net, once the connection is
 // idle, whether it is still usable (after an error, or a single-use request).
 func (c *Conn) release(checkXnet bool) {
-	c.mu.Lock()
-	c.busy--
-	idle := c.busy == 0
-	if idle {
-		c.idleSince = c.now()
-	}
-	closeIt := idle && c.dead && !c.closed
-	if closeIt {
-		c.closed = true
-	}
-	dead := c.dead
-	c.mu.Unlock()
-	if closeIt {
-		c.cc.Close()
+	idle, dead, closed := c.dropSlot(true)
+	if closed {
 		c.streamFreed()
 		return
 	}
@@ -361,6 +351,36 @@ func (c *Conn) release(checkXnet bool) {
 		c.closeNow()
 	}
 	c.streamFreed()
+}
+
+// dropSlot takes one slot off busy; used says the slot was granted (its
+// release makes the connection idle from now on), not refused. Every
+// decrement of busy goes through it, because a dead connection is closed
+// by whoever gives back its last slot: markDead leaves a connection with a
+// slot in use open, and the transport forgets a dead connection without
+// closing it. A refused reservation can be that last slot: it counts as
+// busy while ReserveStream decides, so a death and the release of every
+// other slot meanwhile leave the close to it
+// (TestRefusedReserveClosesDeadConn). dropSlot reports whether no slot is
+// in use now, whether the connection was dead then, and whether dropSlot
+// closed it (outside c.mu).
+func (c *Conn) dropSlot(used bool) (idle, dead, closed bool) {
+	c.mu.Lock()
+	c.busy--
+	idle = c.busy == 0
+	if idle && used {
+		c.idleSince = c.now()
+	}
+	dead = c.dead
+	closed = idle && dead && !c.closed
+	if closed {
+		c.closed = true
+	}
+	c.mu.Unlock()
+	if closed {
+		c.cc.Close()
+	}
+	return idle, dead, closed
 }
 
 // confirmUnusable is asked when x/net refuses a new stream although none of

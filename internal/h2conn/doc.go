@@ -38,7 +38,8 @@
 //   - Usable reports false for good once the connection received GOAWAY, was
 //     closed (by either side or by a failed PING health check) or failed; a
 //     Conn that is no longer usable closes itself when its last slot is
-//     released, so a pool may simply forget it.
+//     released (or, when it died during a ReserveStream, refused), so a
+//     pool may simply forget it.
 //   - IdleSince reports when the last slot was released (on Config.Clock);
 //     idle expiry is the pool's job (IdleConnTimeout is not handed to x/net).
 //

@@ -139,6 +139,9 @@ func (c *Conn) checkOnce() {
 		c.die()
 		return
 	}
+	if c.testHookPingIdle != nil {
+		c.testHookPingIdle()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.pingTimeout)
 	err := c.cc.Ping(ctx)
 	cancel()
