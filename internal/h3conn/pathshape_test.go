@@ -248,6 +248,9 @@ func shapedTest(t *testing.T, seed uint64, shape pathShape, during func(r *shape
 	if body, err := get(ctx, c, "/"); err != nil || body != "ok" {
 		t.Fatalf("on the clean path: %q %v", body, err)
 	}
+	// Let everything sent so far be acknowledged, so that the first
+	// answer after the shape change takes a whole round trip.
+	time.Sleep(300 * ms)
 	relay.setShape(shape)
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
@@ -289,6 +292,12 @@ func TestShapedPathDelay(t *testing.T) {
 	shapedTest(t, 1, pathShape{minDelay: 150 * ms, maxDelay: 400 * ms}, nil)
 }
 
+// TestShapedPathSuddenDelay: the RTT grows at once from loopback's to
+// 800 ms (400 ms each way), below the threshold's floor: not dead.
+func TestShapedPathSuddenDelay(t *testing.T) {
+	shapedTest(t, 2, pathShape{minDelay: 400 * ms, maxDelay: 400 * ms}, nil)
+}
+
 func TestShapedPathLoss(t *testing.T) {
 	for _, drop := range []float64{0.2, 0.3, 0.4} {
 		t.Run(fmt.Sprint(drop), func(t *testing.T) {
@@ -314,4 +323,18 @@ func TestShapedPathPause(t *testing.T) {
 		time.Sleep(700 * ms)
 		r.hold(false)
 	})
+}
+
+// TestShapedPathSuddenRTT: the RTT estimate is loopback's (under a
+// millisecond, so the threshold is its floor, deadMinDuration), and then
+// the path's RTT grows at once to 2 s, as a 3G radio waking from idle or a
+// bufferbloated queue filling up does. Every packet gets through, but the
+// first answer comes later than the threshold's floor: the connection is
+// judged dead and its requests fail, though the path works. (At 1.2 s it
+// fails too, but near the floor the outcome depends on the looks' timing.)
+func TestShapedPathSuddenRTT(t *testing.T) {
+	t.Skip("known issue: a working path whose RTT grows at once beyond the threshold computed from the old estimate " +
+		"(its floor deadMinDuration, 1 s, on a fast path) is judged dead before the first answer brings a new RTT sample; " +
+		"see CHANGELOG, Known issues")
+	shapedTest(t, 11, pathShape{minDelay: time.Second, maxDelay: time.Second}, nil)
 }
