@@ -116,8 +116,8 @@ func startShapedRelay(t testing.TB, server string, seed uint64) *shapedRelay {
 		front.Close()
 		back.Close()
 		r.wg.Wait()
-		t.Logf("relay: up passed %d dropped %d, down passed %d dropped %d",
-			r.up.passed, r.up.dropped, r.down.passed, r.down.dropped)
+		up, down := r.up.counts(), r.down.counts()
+		t.Logf("relay: up passed %d dropped %d, down passed %d dropped %d", up[0], up[1], down[0], down[1])
 	})
 	return r
 }
@@ -148,6 +148,13 @@ func (r *shapedRelay) hold(on bool) {
 		}
 		d.mu.Unlock()
 	}
+}
+
+// counts returns the datagrams passed and dropped so far.
+func (d *shapedDir) counts() [2]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return [2]int{d.passed, d.dropped}
 }
 
 // take decides the fate of one datagram.
