@@ -30,13 +30,28 @@ type deadPathEnv struct {
 	u    string
 	pc   net.PacketConn // the HTTP/3 server's socket: close it to kill the path
 	port int
+
+	mu   sync.Mutex     // guards seen
+	seen map[string]int // requests served, by "proto method URI"
+}
+
+// served is how many times the server got method uri over proto
+// ("HTTP/1.1", "HTTP/2.0" or "HTTP/3.0").
+func (e *deadPathEnv) served(proto, method, uri string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.seen[proto+" "+method+" "+uri]
 }
 
 // newDeadPathEnv serves protoHandler's echo, and on /slow the same after
 // slow, over both protocols; maxConns is the Transport's MaxConnsPerHost.
 func newDeadPathEnv(t *testing.T, slow time.Duration, maxConns int) *deadPathEnv {
 	t.Helper()
+	e := &deadPathEnv{seen: map[string]int{}}
 	h := &protoHandler{extra: func(w http.ResponseWriter, r *http.Request) bool {
+		e.mu.Lock()
+		e.seen[r.Proto+" "+r.Method+" "+r.URL.RequestURI()]++
+		e.mu.Unlock()
 		if r.URL.Path == "/slow" {
 			select {
 			case <-time.After(slow):
@@ -66,7 +81,8 @@ func newDeadPathEnv(t *testing.T, slow time.Duration, maxConns int) *deadPathEnv
 	if resp, _ := fetch(t, tr, "GET", u, nil); resp.Proto != "HTTP/3.0" {
 		t.Fatalf("warm-up went over %s", resp.Proto)
 	}
-	return &deadPathEnv{tr: tr, u: u, pc: pc, port: port}
+	e.tr, e.u, e.pc, e.port = tr, u, pc, port
+	return e
 }
 
 // do sends req with a 20 s hang guard and returns the protocol and body.
@@ -245,6 +261,60 @@ func TestH3SlowServerKeepsConnection(t *testing.T) {
 		}
 		if r := e.tr.Stats().Requests.Retries; r != 0 {
 			t.Errorf("Retries = %d, want 0", r)
+		}
+		chaosPoolEmpty(t, e.tr)
+	})
+}
+
+// TestH3DeadPathConcurrentStarts: requests start one after another while
+// the connection's path is dead, before, during and after its judgement
+// (some on the dead connection, some racing its removal, some once the
+// alternative is broken). Every GET is answered over TCP and reaches the
+// server once; a POST without an Idempotency-Key reaches the server at
+// most once and, when it failed with ErrPathDead, never over TCP. Nothing
+// leaks and the pool ends empty.
+func TestH3DeadPathConcurrentStarts(t *testing.T) {
+	chaosLeakCheck(t, func(t *testing.T) {
+		e := newDeadPathEnv(t, 0, 0)
+		e.pc.Close()
+		const n = 12
+		type result struct {
+			method, uri, proto string
+			err                error
+		}
+		results := make(chan result, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(i) * 150 * time.Millisecond) // 0 to 1.65 s: across the judgement
+				method, uri := "GET", fmt.Sprintf("/get?i=%d", i)
+				var body io.Reader
+				if i%3 == 2 {
+					method, uri, body = "POST", fmt.Sprintf("/post?i=%d", i), strings.NewReader("payload")
+				}
+				req, _ := http.NewRequest(method, e.u+uri, body)
+				proto, _, err := e.do(req)
+				results <- result{method, uri, proto, err}
+			}()
+		}
+		wg.Wait()
+		close(results)
+		for r := range results {
+			tcp := e.served("HTTP/1.1", r.method, r.uri) + e.served("HTTP/2.0", r.method, r.uri)
+			switch {
+			case r.method == "GET" && (r.err != nil || !isTCPProto(r.proto) || tcp != 1):
+				t.Errorf("%s %s: %s %v, served over TCP %d times; want once, answered over TCP", r.method, r.uri, r.proto, r.err, tcp)
+			case r.method == "POST" && r.err != nil && (tcp != 0 || !errors.Is(r.err, h3conn.ErrPathDead)):
+				t.Errorf("%s %s failed (%v) yet served over TCP %d times", r.method, r.uri, r.err, tcp)
+			case r.method == "POST" && r.err == nil && tcp != 1:
+				t.Errorf("%s %s answered (%s) but served over TCP %d times", r.method, r.uri, r.proto, tcp)
+			}
+			t.Logf("%s %s: %s %v (TCP %d)", r.method, r.uri, r.proto, r.err, tcp)
+		}
+		if !brokenAlt(t, e.tr, e.u, e.port) {
+			t.Error("the alternative is not marked broken")
 		}
 		chaosPoolEmpty(t, e.tr)
 	})

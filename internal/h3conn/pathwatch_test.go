@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go"
 )
 
 // TestPathWatchLook runs the judgement on made-up counters: what starts a
@@ -379,5 +381,79 @@ func waitFor(t testing.TB, cond func() bool) {
 			t.Fatal("condition not met within 10 s")
 		}
 		time.Sleep(5 * ms)
+	}
+}
+
+// TestPathWatchRestart: a watch that restarts (the connection was idle and
+// quiet, and a request starts) forgets what it saw before: packets sent
+// while it was off (keep-alive PINGs, answered) start no run, and a run it
+// was in is over.
+func TestPathWatchRestart(t *testing.T) {
+	const deadAfter = time.Second
+	t0 := time.Unix(1000, 0)
+	var w pathWatch
+	steps := []struct {
+		at         time.Duration
+		sent, recv uint64
+		want       pathVerdict
+	}{
+		{0, 10, 10, pathActive}, {100 * ms, 12, 10, pathWaiting}, // a run
+	}
+	for i, s := range steps {
+		if got := w.look(pathSample{sent: s.sent, received: s.recv}, t0.Add(s.at), deadAfter); got != s.want {
+			t.Fatalf("step %d: %v, want %v", i, got, s.want)
+		}
+	}
+	// Off for a while: 8 packets sent and answered meanwhile.
+	w.restart(pathSample{sent: 20, received: 14})
+	if got := w.look(pathSample{sent: 21, received: 14}, t0.Add(30*time.Second), deadAfter); got != pathActive {
+		t.Fatalf("after the restart, the request's packet: %v, want pathActive", got)
+	}
+	if got := w.look(pathSample{sent: 21, received: 14}, t0.Add(32*time.Second), deadAfter); got != pathQuiet {
+		t.Fatalf("after the restart, nothing moves: %v, want pathQuiet", got)
+	}
+}
+
+// TestDeadPathWhileWaiting: the path dies while the only request waits for
+// its answer and the client has nothing to send; the watch, which must not
+// have stopped while that request is in flight, judges the path dead from
+// the keep-alive PING and its probes (the period is shortened to keep the
+// test short), and the request fails with ErrPathDead.
+func TestDeadPathWhileWaiting(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	s := startH3(t, holdHandler(release, 0), "localhost")
+	relay := startRelay(t, s.addr())
+	var rec deadPathRecorder
+	d := newTestDialer(t, s, func(c *Config) {
+		c.OnPathDead = rec.record
+		c.QUICConfig = &quic.Config{KeepAlivePeriod: 500 * ms, MaxIdleTimeout: time.Minute}
+	})
+	c, err := d.Dial(context.Background(), "localhost", relay.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // hang guard
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := get(ctx, c, "/hold")
+		errc <- err
+	}()
+	// Wait until the request is in flight, and for the connection to be
+	// quiet between its keep-alives for many looks (watchInterval is
+	// 125 ms on loopback), then cut the path.
+	waitFor(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.active == 1
+	})
+	time.Sleep(1500 * ms)
+	relay.cut.Store(true)
+	if err := <-errc; !errors.Is(err, ErrPathDead) {
+		t.Fatalf("waiting request on the dead path: %v, want ErrPathDead", err)
+	}
+	if len(rec.calls()) != 1 {
+		t.Errorf("OnPathDead calls: %d, want 1", len(rec.calls()))
 	}
 }

@@ -1,0 +1,347 @@
+package h3conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// pathShape is how a shapedRelay treats the datagrams of one direction: a
+// delay drawn from [minDelay, maxDelay] (the datagrams of a direction keep
+// their order, as in a queue), a share of them dropped at random, and
+// reversed bursts: every `reverse` datagrams are delivered last first.
+type pathShape struct {
+	minDelay, maxDelay time.Duration
+	drop               float64
+	reverse            int
+}
+
+// shapedRelay forwards datagrams between one client and a server over two
+// loopback sockets, like udpRelay, through a working but bad path: each
+// direction has a pathShape (set at any time) drawn from its own seeded
+// source, and hold pauses all traffic, delivering it when released.
+type shapedRelay struct {
+	front, back *net.UDPConn
+	client      atomic.Pointer[net.UDPAddr]
+	up, down    *shapedDir
+	wg          sync.WaitGroup
+}
+
+type shapedDir struct {
+	write func([]byte)
+	out   chan shapedPacket // to the delivery goroutine, in order
+	mu    sync.Mutex        // guards the fields below; held for no I/O
+	shape pathShape
+	rng   *rand.Rand
+	held  bool
+	queue [][]byte // held, or waiting to be reversed
+	// closed is set when out is closed (the relay is closing).
+	closed bool
+	// burst is set while a reversed burst is pending: a timer delivers it
+	// if it does not fill up soon.
+	burst bool
+	// dropped and passed count datagrams for the test's log.
+	dropped, passed int
+}
+
+type shapedPacket struct {
+	due time.Time
+	b   []byte
+}
+
+func startShapedRelay(t testing.TB, server string, seed uint64) *shapedRelay {
+	t.Helper()
+	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := net.ResolveUDPAddr("udp", server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := net.DialUDP("udp", nil, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &shapedRelay{front: front, back: back}
+	r.up = &shapedDir{
+		write: func(b []byte) { back.Write(b) },
+		out:   make(chan shapedPacket, 4096),
+		rng:   rand.New(rand.NewPCG(seed, 1)),
+	}
+	r.down = &shapedDir{
+		write: func(b []byte) {
+			if to := r.client.Load(); to != nil {
+				front.WriteToUDP(b, to)
+			}
+		},
+		out: make(chan shapedPacket, 4096),
+		rng: rand.New(rand.NewPCG(seed, 2)),
+	}
+	r.wg.Add(4)
+	go r.up.deliver(&r.wg)
+	go r.down.deliver(&r.wg)
+	go func() {
+		defer r.wg.Done()
+		defer r.up.close()
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := front.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			r.client.Store(from)
+			r.up.take(append([]byte(nil), buf[:n]...))
+		}
+	}()
+	go func() {
+		defer r.wg.Done()
+		defer r.down.close()
+		buf := make([]byte, 65536)
+		for {
+			n, err := back.Read(buf)
+			if err != nil {
+				return
+			}
+			r.down.take(append([]byte(nil), buf[:n]...))
+		}
+	}()
+	t.Cleanup(func() {
+		front.Close()
+		back.Close()
+		r.wg.Wait()
+		up, down := r.up.counts(), r.down.counts()
+		t.Logf("relay: up passed %d dropped %d, down passed %d dropped %d", up[0], up[1], down[0], down[1])
+	})
+	return r
+}
+
+func (r *shapedRelay) addr() string { return r.front.LocalAddr().String() }
+
+// setShape sets both directions' shape.
+func (r *shapedRelay) setShape(s pathShape) {
+	for _, d := range []*shapedDir{r.up, r.down} {
+		d.mu.Lock()
+		d.shape = s
+		d.mu.Unlock()
+	}
+}
+
+// hold pauses (true) or resumes (false) all traffic; on resume what was
+// held is delivered, in order, after the shape's delay.
+func (r *shapedRelay) hold(on bool) {
+	for _, d := range []*shapedDir{r.up, r.down} {
+		d.mu.Lock()
+		d.held = on
+		var flush [][]byte
+		if !on {
+			flush, d.queue = d.queue, nil
+		}
+		for _, b := range flush {
+			d.sendLocked(b) // a channel send with room: no blocking
+		}
+		d.mu.Unlock()
+	}
+}
+
+// counts returns the datagrams passed and dropped so far.
+func (d *shapedDir) counts() [2]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return [2]int{d.passed, d.dropped}
+}
+
+// take decides the fate of one datagram.
+func (d *shapedDir) take(b []byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.shape.drop > 0 && d.rng.Float64() < d.shape.drop {
+		d.dropped++
+		return
+	}
+	d.passed++
+	if d.held {
+		d.queue = append(d.queue, b)
+		return
+	}
+	if d.shape.reverse > 1 {
+		d.queue = append(d.queue, b)
+		if len(d.queue) >= d.shape.reverse {
+			d.flushReversedLocked()
+		} else if !d.burst {
+			d.burst = true
+			time.AfterFunc(20*ms, func() {
+				d.mu.Lock()
+				if d.burst && !d.held {
+					d.flushReversedLocked()
+				}
+				d.mu.Unlock()
+			})
+		}
+		return
+	}
+	d.sendLocked(b)
+}
+
+// flushReversedLocked delivers the pending burst last first; d.mu is held.
+func (d *shapedDir) flushReversedLocked() {
+	q := d.queue
+	d.queue, d.burst = nil, false
+	for i := len(q) - 1; i >= 0; i-- {
+		d.sendLocked(q[i])
+	}
+}
+
+// close ends the delivery goroutine once the reading one is done.
+func (d *shapedDir) close() {
+	d.mu.Lock()
+	d.closed = true
+	close(d.out)
+	d.mu.Unlock()
+}
+
+// sendLocked queues b for delivery after a delay drawn from the shape;
+// d.mu is held. A full queue drops b, as a router's would.
+func (d *shapedDir) sendLocked(b []byte) {
+	if d.closed {
+		return
+	}
+	delay := d.shape.minDelay
+	if span := d.shape.maxDelay - d.shape.minDelay; span > 0 {
+		delay += time.Duration(d.rng.Int64N(int64(span)))
+	}
+	select {
+	case d.out <- shapedPacket{due: time.Now().Add(delay), b: b}:
+	default:
+		d.dropped++
+	}
+}
+
+// deliver writes the datagrams when they are due, in order.
+func (d *shapedDir) deliver(wg *sync.WaitGroup) {
+	defer wg.Done()
+	for p := range d.out {
+		if w := time.Until(p.due); w > 0 {
+			time.Sleep(w)
+		}
+		d.write(p.b)
+	}
+}
+
+// shapedTest dials a Conn through a shaped relay (on a clean path, so that
+// the RTT estimate is loopback's), then shapes the path and runs requests
+// on it for a while, concurrently: on a path that works, however badly,
+// none is judged dead.
+func shapedTest(t *testing.T, seed uint64, shape pathShape, during func(r *shapedRelay)) {
+	s := startH3(t, holdHandler(nil, 300*ms), "localhost")
+	relay := startShapedRelay(t, s.addr(), seed)
+	var rec deadPathRecorder
+	d := newTestDialer(t, s, func(c *Config) {
+		c.OnPathDead = rec.record
+		c.IdleTimeout = time.Minute
+	})
+	c, err := d.Dial(context.Background(), "localhost", relay.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // hang guard
+	defer cancel()
+	if body, err := get(ctx, c, "/"); err != nil || body != "ok" {
+		t.Fatalf("on the clean path: %q %v", body, err)
+	}
+	// Let everything sent so far be acknowledged, so that the first
+	// answer after the shape change takes a whole round trip.
+	time.Sleep(300 * ms)
+	relay.setShape(shape)
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 4 {
+				path := "/"
+				if (i+j)%2 == 1 {
+					path = "/slow"
+				}
+				if body, err := get(ctx, c, path); err != nil || body != "ok" {
+					errs <- fmt.Errorf("request %d.%d %s: %q %v", i, j, path, body, err)
+					return
+				}
+			}
+		}()
+	}
+	if during != nil {
+		during(relay)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if errors.Is(err, ErrPathDead) {
+			t.Error("working path judged dead: ", err)
+		} else {
+			t.Error(err)
+		}
+	}
+	if n := len(rec.calls()); n != 0 || c.PathDead() {
+		st := c.q.ConnectionStats()
+		t.Fatalf("working path judged dead (OnPathDead calls %d; srtt %v, rttvar %v)", n, st.SmoothedRTT, st.MeanDeviation)
+	}
+}
+
+func TestShapedPathDelay(t *testing.T) {
+	shapedTest(t, 1, pathShape{minDelay: 150 * ms, maxDelay: 400 * ms}, nil)
+}
+
+// TestShapedPathSuddenDelay: the RTT grows at once from loopback's to
+// 800 ms (400 ms each way), below the threshold's floor: not dead.
+func TestShapedPathSuddenDelay(t *testing.T) {
+	shapedTest(t, 2, pathShape{minDelay: 400 * ms, maxDelay: 400 * ms}, nil)
+}
+
+func TestShapedPathLoss(t *testing.T) {
+	for _, drop := range []float64{0.2, 0.3, 0.4} {
+		t.Run(fmt.Sprint(drop), func(t *testing.T) {
+			shapedTest(t, uint64(drop*100), pathShape{drop: drop}, nil)
+		})
+	}
+}
+
+func TestShapedPathDelayAndLoss(t *testing.T) {
+	shapedTest(t, 7, pathShape{minDelay: 150 * ms, maxDelay: 400 * ms, drop: 0.3}, nil)
+}
+
+func TestShapedPathReorder(t *testing.T) {
+	shapedTest(t, 3, pathShape{minDelay: 20 * ms, maxDelay: 50 * ms, reverse: 4}, nil)
+}
+
+// TestShapedPathPause: all traffic held for less than the threshold, then
+// delivered.
+func TestShapedPathPause(t *testing.T) {
+	shapedTest(t, 5, pathShape{}, func(r *shapedRelay) {
+		time.Sleep(100 * ms)
+		r.hold(true)
+		time.Sleep(700 * ms)
+		r.hold(false)
+	})
+}
+
+// TestShapedPathSuddenRTT: the RTT estimate is loopback's (under a
+// millisecond, so the threshold is its floor, deadMinDuration), and then
+// the path's RTT grows at once to 2 s, as a 3G radio waking from idle or a
+// bufferbloated queue filling up does. Every packet gets through, but the
+// first answer comes later than the threshold's floor: the connection is
+// judged dead and its requests fail, though the path works. (At 1.2 s it
+// fails too, but near the floor the outcome depends on the looks' timing.)
+func TestShapedPathSuddenRTT(t *testing.T) {
+	t.Skip("known issue: a working path whose RTT grows at once beyond the threshold computed from the old estimate " +
+		"(its floor deadMinDuration, 1 s, on a fast path) is judged dead before the first answer brings a new RTT sample; " +
+		"see CHANGELOG, Known issues")
+	shapedTest(t, 11, pathShape{minDelay: time.Second, maxDelay: time.Second}, nil)
+}
