@@ -60,6 +60,11 @@ type Conn struct {
 	rounds int
 	// idleSince is when busy last dropped to zero (or the creation time).
 	idleSince time.Time
+	// releasedBusy: a granted slot was given back since busy was last
+	// zero, leaving others busy. The slot that then makes busy zero may be
+	// a refused reservation: the connection is idle from that release on,
+	// not from the time idleSince still holds (dropSlot).
+	releasedBusy bool
 	// dead: no new slot will ever be handed out.
 	dead bool
 	// closed: Close of the x/net connection has been started.
@@ -354,7 +359,8 @@ func (c *Conn) release(checkXnet bool) {
 }
 
 // dropSlot takes one slot off busy; used says the slot was granted (its
-// release makes the connection idle from now on), not refused. Every
+// release makes the connection idle from now on), not refused (its refusal
+// does so only if a granted slot was given back while it was decided). Every
 // decrement of busy goes through it, because a dead connection is closed
 // by whoever gives back its last slot: markDead leaves a connection with a
 // slot in use open, and the transport forgets a dead connection without
@@ -368,8 +374,15 @@ func (c *Conn) dropSlot(used bool) (idle, dead, closed bool) {
 	c.mu.Lock()
 	c.busy--
 	idle = c.busy == 0
-	if idle && used {
-		c.idleSince = c.now()
+	if idle {
+		// A refused slot alone does not end an idle period; a granted
+		// one given back meanwhile did (TestRefusedLastSlotKeepsReleaseTime).
+		if used || c.releasedBusy {
+			c.idleSince = c.now()
+		}
+		c.releasedBusy = false
+	} else if used {
+		c.releasedBusy = true
 	}
 	dead = c.dead
 	closed = idle && dead && !c.closed
