@@ -93,6 +93,9 @@ type Conn struct {
 	// that is to see it starts), runs in checkOnce just before it pings a
 	// connection it found full with no slot of ours in use.
 	testHookPingIdle func()
+	// testHookAwaiting, when set (tests only, before the AwaitPeerSettings
+	// call it is to see), runs in AwaitPeerSettings just before it waits.
+	testHookAwaiting func()
 }
 
 // NewClientConn makes nc an HTTP/2 client connection: it writes the client

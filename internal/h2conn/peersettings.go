@@ -111,6 +111,9 @@ func (c *Conn) AwaitPeerSettings(ctx context.Context) (bool, error) {
 	if c.peer.settled.Load() || !c.peer.probing.Load() || c.free.fn.Load() == nil || c.isDead() {
 		return false, nil
 	}
+	if c.testHookAwaiting != nil {
+		c.testHookAwaiting()
+	}
 	select {
 	case <-c.peer.probed:
 	case <-c.peer.seen:
