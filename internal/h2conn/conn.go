@@ -316,7 +316,7 @@ func (c *Conn) Close() error {
 // closeAndUnlock, called with c.mu held, marks the connection dead and
 // closed, releases c.mu and then closes the x/net connection, once.
 func (c *Conn) closeAndUnlock() {
-	c.dead = true
+	c.setDeadLocked()
 	already := c.closed
 	c.closed = true
 	c.mu.Unlock()
@@ -331,7 +331,7 @@ func (c *Conn) closeAndUnlock() {
 // released.
 func (c *Conn) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
-	c.dead = true
+	c.setDeadLocked()
 	c.mu.Unlock()
 	if err := c.cc.Shutdown(ctx); err != nil {
 		return fmt.Errorf("h2conn: shutdown: %w", err)
@@ -423,12 +423,21 @@ func (c *Conn) confirmUnusable() bool {
 	return st.Closed || st.Closing || st.StreamsActive+st.StreamsReserved+st.StreamsPending == 0
 }
 
+// setDeadLocked, called with c.mu held, marks the connection dead and,
+// the first time, closes c.peer.died (closing a channel does not block).
+func (c *Conn) setDeadLocked() {
+	if !c.dead {
+		c.dead = true
+		close(c.peer.died)
+	}
+}
+
 // markDead stops new slots and reports whether the caller must close the
 // connection now (it is idle and nobody closed it yet).
 func (c *Conn) markDead() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dead = true
+	c.setDeadLocked()
 	if c.busy > 0 || c.closed {
 		return false
 	}
