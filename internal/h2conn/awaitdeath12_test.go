@@ -25,6 +25,9 @@ import (
 // GOAWAY naming stream 1 (A goes on, no new stream); it acknowledges no
 // PING and the probe's limit is an hour.
 func TestAwaitPeerSettingsEndsAtDeath(t *testing.T) {
+	if !goAwayMarksDead {
+		t.Skip("known issue (CHANGELOG): in wrapped mode (Go 1.27+) x/net hears of the GOAWAY only when the connection closes, so the Conn is not dead and the wait goes on until the probe's PingTimeout; ferry has no notification of it to wait on")
+	}
 	goaway := make(chan struct{})
 	arrived := make(chan struct{}, 1)
 	srv := testpeer.StartH2(t, testpeer.H2Script{
