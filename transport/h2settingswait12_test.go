@@ -211,3 +211,36 @@ func TestH2SettingsWaitCancelledNetHTTP(t *testing.T) {
 		t.Errorf("the server accepted %d connections, want 1", conns)
 	}
 }
+
+// TestH2SettingsWaitLimitOne: with MaxConnsPerHost 1 the connection holds
+// the only slot, so no request leads a dial and none waits in
+// sharedBeforeDial: B waits in the pool until the SETTINGS are known (A's
+// response) and is answered on the same connection. Whether B has queued
+// before A is released is not forced; both orders must give this outcome.
+func TestH2SettingsWaitLimitOne(t *testing.T) {
+	chaosLeakCheck(t, func(t *testing.T) {
+		s, arrived, releaseA := settingsWaitServer(t)
+		tr := From(&http.Transport{Protocols: protocolsOf("h2c"), MaxConnsPerHost: 1,
+			HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
+		defer closeIdle(tr)
+		tr.h2.beforeSettingsWait = func() { t.Error("a request waited for SETTINGS with no slot to dial with") }
+		url := "http://" + s.Addr()
+		// Hang guards only.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		doneA := make(chan observation, 1)
+		go func() { doneA <- observe(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx)) }()
+		awaitCh(t, "request A at the server", arrived)
+		doneB := make(chan observation, 1)
+		go func() { doneB <- observe(tr, newReq(t, "GET", url+"/b", nil).WithContext(ctx)) }()
+		close(releaseA)
+		oA, oB := <-doneA, <-doneB
+		if oA.Err != "" || oA.Body != "ok" || oB.Err != "" || oB.Body != "ok" {
+			t.Fatalf("A: %q %s; B: %q %s", oA.Body, oA.Err, oB.Body, oB.Err)
+		}
+		if conns, _ := s.Counts(); conns != 1 {
+			t.Errorf("the server accepted %d connections, want 1", conns)
+		}
+		chaosPoolEmpty(t, tr)
+	})
+}
