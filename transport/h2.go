@@ -84,6 +84,10 @@ type h2State struct {
 	// dial asks a connection of its key whether to wait for the server's
 	// SETTINGS (sharedBeforeDial).
 	beforeSettingsWait func()
+	// settingsWaitFound, when set (tests only), runs when sharedBeforeDial
+	// found a stream in the pool after a wait for SETTINGS, before it
+	// returns it.
+	settingsWaitFound func()
 }
 
 // maxSharedRetries caps the transparent retries of one request whose
@@ -264,6 +268,9 @@ func (t *Transport) sharedBeforeDial(ctx context.Context, key connKey) (sharedCo
 			continue
 		}
 		if s, ok := t.pool.GetShared(key); ok {
+			if t.h2.settingsWaitFound != nil {
+				t.h2.settingsWaitFound()
+			}
 			return s.(sharedConn), nil
 		}
 	}

@@ -60,6 +60,11 @@ type Conn struct {
 	rounds int
 	// idleSince is when busy last dropped to zero (or the creation time).
 	idleSince time.Time
+	// releasedBusy: a granted slot was given back since busy was last
+	// zero, leaving others busy. The slot that then makes busy zero may be
+	// a refused reservation: the connection is idle from that release on,
+	// not from the time idleSince still holds (dropSlot).
+	releasedBusy bool
 	// dead: no new slot will ever be handed out.
 	dead bool
 	// closed: Close of the x/net connection has been started.
@@ -88,6 +93,9 @@ type Conn struct {
 	// that is to see it starts), runs in checkOnce just before it pings a
 	// connection it found full with no slot of ours in use.
 	testHookPingIdle func()
+	// testHookAwaiting, when set (tests only, before the AwaitPeerSettings
+	// call it is to see), runs in AwaitPeerSettings just before it waits.
+	testHookAwaiting func()
 }
 
 // NewClientConn makes nc an HTTP/2 client connection: it writes the client
@@ -308,7 +316,7 @@ func (c *Conn) Close() error {
 // closeAndUnlock, called with c.mu held, marks the connection dead and
 // closed, releases c.mu and then closes the x/net connection, once.
 func (c *Conn) closeAndUnlock() {
-	c.dead = true
+	c.setDeadLocked()
 	already := c.closed
 	c.closed = true
 	c.mu.Unlock()
@@ -323,7 +331,7 @@ func (c *Conn) closeAndUnlock() {
 // released.
 func (c *Conn) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
-	c.dead = true
+	c.setDeadLocked()
 	c.mu.Unlock()
 	if err := c.cc.Shutdown(ctx); err != nil {
 		return fmt.Errorf("h2conn: shutdown: %w", err)
@@ -354,7 +362,8 @@ func (c *Conn) release(checkXnet bool) {
 }
 
 // dropSlot takes one slot off busy; used says the slot was granted (its
-// release makes the connection idle from now on), not refused. Every
+// release makes the connection idle from now on), not refused (its refusal
+// does so only if a granted slot was given back while it was decided). Every
 // decrement of busy goes through it, because a dead connection is closed
 // by whoever gives back its last slot: markDead leaves a connection with a
 // slot in use open, and the transport forgets a dead connection without
@@ -368,8 +377,15 @@ func (c *Conn) dropSlot(used bool) (idle, dead, closed bool) {
 	c.mu.Lock()
 	c.busy--
 	idle = c.busy == 0
-	if idle && used {
-		c.idleSince = c.now()
+	if idle {
+		// A refused slot alone does not end an idle period; a granted
+		// one given back meanwhile did (TestRefusedLastSlotKeepsReleaseTime).
+		if used || c.releasedBusy {
+			c.idleSince = c.now()
+		}
+		c.releasedBusy = false
+	} else if used {
+		c.releasedBusy = true
 	}
 	dead = c.dead
 	closed = idle && dead && !c.closed
@@ -407,12 +423,21 @@ func (c *Conn) confirmUnusable() bool {
 	return st.Closed || st.Closing || st.StreamsActive+st.StreamsReserved+st.StreamsPending == 0
 }
 
+// setDeadLocked, called with c.mu held, marks the connection dead and,
+// the first time, closes c.peer.died (closing a channel does not block).
+func (c *Conn) setDeadLocked() {
+	if !c.dead {
+		c.dead = true
+		close(c.peer.died)
+	}
+}
+
 // markDead stops new slots and reports whether the caller must close the
 // connection now (it is idle and nobody closed it yet).
 func (c *Conn) markDead() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dead = true
+	c.setDeadLocked()
 	if c.busy > 0 || c.closed {
 		return false
 	}

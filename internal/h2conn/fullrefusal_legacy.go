@@ -17,3 +17,7 @@ const refusesReservedWhenFull = true
 // for as long as the write is stuck (without WriteByteTimeout, for ever).
 // So State is never called on a request's goroutine (judge.go).
 const stateTakesWriteLock = true
+
+// goAwayMarksDead: legacy x/net reports a GOAWAY to the ClientConnPool
+// (MarkDead, watch.go) as it reads it, so a Conn is dead from then on.
+const goAwayMarksDead = true

@@ -13,3 +13,8 @@ const refusesReservedWhenFull = false
 // net/http's client state under its state mutex, never held across a
 // write, so it may be asked on a request's goroutine.
 const stateTakesWriteLock = false
+
+// goAwayMarksDead is false in wrapped mode: x/net hears of a GOAWAY only
+// when the connection closes, so a Conn that received one is not dead
+// (MarkDead, watch.go) while its streams go on.
+const goAwayMarksDead = false

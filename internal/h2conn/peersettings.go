@@ -58,10 +58,13 @@ type peerSettings struct {
 	// seen is closed, once (seenOnce), when a response settles it first.
 	seen     chan struct{}
 	seenOnce sync.Once
+	// died is closed, under Conn.mu (setDeadLocked), when the connection
+	// becomes dead: a waiter for a stream of it waits no longer.
+	died chan struct{}
 }
 
 func newPeerSettings() peerSettings {
-	return peerSettings{probed: make(chan struct{}), seen: make(chan struct{})}
+	return peerSettings{probed: make(chan struct{}), seen: make(chan struct{}), died: make(chan struct{})}
 }
 
 // errStreamLimit is the error inside the *NotProcessedError for a
@@ -106,14 +109,23 @@ func (c *Conn) probePeerSettings() {
 // the first of a new connection wait for its SETTINGS without a hook. It
 // reports whether there was anything to wait for: false at once when the
 // SETTINGS are known, when no hook is set or the probe has not started (no
-// slot is refused for them then), or when the connection is dead.
+// slot is refused for them then), or when the connection is dead; it also
+// ends when the connection dies during the wait.
 func (c *Conn) AwaitPeerSettings(ctx context.Context) (bool, error) {
 	if c.peer.settled.Load() || !c.peer.probing.Load() || c.free.fn.Load() == nil || c.isDead() {
 		return false, nil
 	}
+	if c.testHookAwaiting != nil {
+		c.testHookAwaiting()
+	}
+	// A connection that dies meanwhile (GOAWAY, the checker) will not
+	// take the stream: the caller dials instead of waiting for a probe a
+	// server that stopped answering bounds only by PingTimeout
+	// (TestAwaitPeerSettingsEndsAtDeath).
 	select {
 	case <-c.peer.probed:
 	case <-c.peer.seen:
+	case <-c.peer.died:
 	case <-ctx.Done():
 		return true, ctx.Err()
 	}
