@@ -7,31 +7,7 @@ import (
 	"net/http/httptrace"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2"
-
-	"github.com/ferryhttp/ferry/internal/testpeer"
 )
-
-// settingsWaitServer is the server of TestH2SecondStreamWaitsForSettingsUnderMaxConns:
-// it acknowledges no PING and holds request A, the first of its first
-// connection (and the reading of that connection), until releaseA is
-// closed, so only A's response proves the SETTINGS.
-func settingsWaitServer(t *testing.T) (s *testpeer.H2Server, arrived, releaseA chan struct{}) {
-	arrived, releaseA = make(chan struct{}, 1), make(chan struct{})
-	s = testpeer.StartH2(t, testpeer.H2Script{
-		Settings:  []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 10}},
-		NoPingAck: true,
-		OnHeaders: func(conn, stream int, fr *http2.Framer, id uint32) error {
-			if conn == 0 && stream == 0 {
-				arrived <- struct{}{}
-				<-releaseA
-			}
-			return testpeer.H2OK(fr, id)
-		},
-	})
-	return s, arrived, releaseA
-}
 
 // TestH2SettingsWaitCancelled: a request that waits for a new connection's
 // SETTINGS under MaxConnsPerHost (sharedBeforeDial, holding a slot) and is
@@ -44,37 +20,22 @@ func settingsWaitServer(t *testing.T) (s *testpeer.H2Server, arrived, releaseA c
 func TestH2SettingsWaitCancelled(t *testing.T) {
 	chaosLeakCheck(t, func(t *testing.T) {
 		s, arrived, releaseA := settingsWaitServer(t)
-		tr := From(&http.Transport{Protocols: protocolsOf("h2c"), MaxConnsPerHost: 3,
-			HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
+		tr := settingsWaitTransport(3)
 		defer closeIdle(tr)
 		waiting := make(chan struct{}, 4)
-		tr.h2.beforeSettingsWait = func() {
-			select {
-			case waiting <- struct{}{}:
-			default:
-			}
-		}
+		tr.h2.beforeSettingsWait = signalTo(waiting)
 		url := "http://" + s.Addr()
 		// Hang guards only: the outcomes are checked, not the times.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		doneA := make(chan observation, 1)
-		go func() { doneA <- observe(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx)) }()
+		doneA := goObserve(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx))
 		awaitCh(t, "request A at the server", arrived)
 
 		bctx, bcancel := context.WithCancel(ctx)
 		defer bcancel()
-		doneB := make(chan error, 1)
-		go func() {
-			resp, err := tr.RoundTrip(newReq(t, "GET", url+"/b", nil).WithContext(bctx))
-			if err == nil {
-				resp.Body.Close()
-			}
-			doneB <- err
-		}()
+		doneB := goRoundTripErr(tr, newReq(t, "GET", url+"/b", nil).WithContext(bctx))
 		awaitCh(t, "request B waiting for the SETTINGS", waiting)
-		doneC := make(chan observation, 1)
-		go func() { doneC <- observe(tr, newReq(t, "GET", url+"/c", nil).WithContext(ctx)) }()
+		doneC := goObserve(tr, newReq(t, "GET", url+"/c", nil).WithContext(ctx))
 		bcancel()
 		if err := <-doneB; !errors.Is(err, context.Canceled) {
 			t.Fatalf("B: %v, want context.Canceled", err)
@@ -88,14 +49,7 @@ func TestH2SettingsWaitCancelled(t *testing.T) {
 		if o := observe(tr, newReq(t, "GET", url+"/d", nil).WithContext(ctx)); o.Err != "" || o.Body != "ok" {
 			t.Fatalf("D: %q %s", o.Body, o.Err)
 		}
-		if conns, _ := s.Counts(); conns != 1 {
-			t.Errorf("the server accepted %d connections, want 1", conns)
-		}
-		if countStats {
-			if d := tr.Stats().Conns.Dialled; d != 1 {
-				t.Errorf("Stats.Conns.Dialled = %d, want 1", d)
-			}
-		}
+		checkOneDial(t, s, tr, "")
 		chaosPoolEmpty(t, tr)
 	})
 }
@@ -110,16 +64,10 @@ func TestH2SettingsWaitCancelled(t *testing.T) {
 func TestH2SettingsWaitFoundThenCancelled(t *testing.T) {
 	chaosLeakCheck(t, func(t *testing.T) {
 		s, arrived, releaseA := settingsWaitServer(t)
-		tr := From(&http.Transport{Protocols: protocolsOf("h2c"), MaxConnsPerHost: 2,
-			HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
+		tr := settingsWaitTransport(2)
 		defer closeIdle(tr)
 		waiting := make(chan struct{}, 1)
-		tr.h2.beforeSettingsWait = func() {
-			select {
-			case waiting <- struct{}{}:
-			default:
-			}
-		}
+		tr.h2.beforeSettingsWait = signalTo(waiting)
 		bctx, bcancel := context.WithCancel(context.Background())
 		defer bcancel()
 		found := make(chan struct{}, 1)
@@ -131,17 +79,9 @@ func TestH2SettingsWaitFoundThenCancelled(t *testing.T) {
 		// Hang guards only: the outcomes are checked, not the times.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		doneA := make(chan observation, 1)
-		go func() { doneA <- observe(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx)) }()
+		doneA := goObserve(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx))
 		awaitCh(t, "request A at the server", arrived)
-		doneB := make(chan error, 1)
-		go func() {
-			resp, err := tr.RoundTrip(newReq(t, "GET", url+"/b", nil).WithContext(bctx))
-			if err == nil {
-				resp.Body.Close()
-			}
-			doneB <- err
-		}()
+		doneB := goRoundTripErr(tr, newReq(t, "GET", url+"/b", nil).WithContext(bctx))
 		awaitCh(t, "request B waiting for the SETTINGS", waiting)
 		close(releaseA)
 		if oA := <-doneA; oA.Err != "" || oA.Body != "ok" {
@@ -154,14 +94,7 @@ func TestH2SettingsWaitFoundThenCancelled(t *testing.T) {
 		if o := observe(tr, newReq(t, "GET", url+"/d", nil).WithContext(ctx)); o.Err != "" || o.Body != "ok" {
 			t.Fatalf("D: %q %s", o.Body, o.Err)
 		}
-		if conns, _ := s.Counts(); conns != 1 {
-			t.Errorf("the server accepted %d connections, want 1", conns)
-		}
-		if countStats {
-			if d := tr.Stats().Conns.Dialled; d != 1 {
-				t.Errorf("Stats.Conns.Dialled = %d, want 1", d)
-			}
-		}
+		checkOneDial(t, s, tr, "")
 		chaosPoolEmpty(t, tr) // B's stream was given back
 	})
 }
@@ -180,24 +113,15 @@ func TestH2SettingsWaitCancelledNetHTTP(t *testing.T) {
 	// Hang guards only.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	doneA := make(chan observation, 1)
-	go func() { doneA <- observe(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx)) }()
+	doneA := goObserve(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx))
 	awaitCh(t, "request A at the server", arrived)
 	bctx, bcancel := context.WithCancel(ctx)
 	defer bcancel()
 	wrote := make(chan struct{}, 1)
 	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote <- struct{}{} }}
-	doneB := make(chan error, 1)
-	go func() {
-		resp, err := tr.RoundTrip(newReq(t, "GET", url+"/b", nil).WithContext(httptrace.WithClientTrace(bctx, trace)))
-		if err == nil {
-			resp.Body.Close()
-		}
-		doneB <- err
-	}()
+	doneB := goRoundTripErr(tr, newReq(t, "GET", url+"/b", nil).WithContext(httptrace.WithClientTrace(bctx, trace)))
 	awaitCh(t, "request B written", wrote)
-	doneC := make(chan observation, 1)
-	go func() { doneC <- observe(tr, newReq(t, "GET", url+"/c", nil).WithContext(ctx)) }()
+	doneC := goObserve(tr, newReq(t, "GET", url+"/c", nil).WithContext(ctx))
 	bcancel()
 	if err := <-doneB; !errors.Is(err, context.Canceled) {
 		t.Fatalf("B: %v, want context.Canceled", err)
@@ -220,16 +144,14 @@ func TestH2SettingsWaitCancelledNetHTTP(t *testing.T) {
 func TestH2SettingsWaitLimitOne(t *testing.T) {
 	chaosLeakCheck(t, func(t *testing.T) {
 		s, arrived, releaseA := settingsWaitServer(t)
-		tr := From(&http.Transport{Protocols: protocolsOf("h2c"), MaxConnsPerHost: 1,
-			HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
+		tr := settingsWaitTransport(1)
 		defer closeIdle(tr)
 		tr.h2.beforeSettingsWait = func() { t.Error("a request waited for SETTINGS with no slot to dial with") }
 		url := "http://" + s.Addr()
 		// Hang guards only.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		doneA := make(chan observation, 1)
-		go func() { doneA <- observe(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx)) }()
+		doneA := goObserve(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx))
 		awaitCh(t, "request A at the server", arrived)
 		doneB := make(chan observation, 1)
 		go func() { doneB <- observe(tr, newReq(t, "GET", url+"/b", nil).WithContext(ctx)) }()

@@ -11,6 +11,81 @@ import (
 	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
+// settingsWaitServer is the server of TestH2SecondStreamWaitsForSettingsUnderMaxConns:
+// it acknowledges no PING and holds request A, the first of its first
+// connection (and the reading of that connection), until releaseA is
+// closed, so only A's response proves the SETTINGS.
+func settingsWaitServer(t *testing.T) (s *testpeer.H2Server, arrived, releaseA chan struct{}) {
+	arrived, releaseA = make(chan struct{}, 1), make(chan struct{})
+	s = testpeer.StartH2(t, testpeer.H2Script{
+		Settings:  []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 10}},
+		NoPingAck: true,
+		OnHeaders: func(conn, stream int, fr *http2.Framer, id uint32) error {
+			if conn == 0 && stream == 0 {
+				arrived <- struct{}{}
+				<-releaseA
+			}
+			return testpeer.H2OK(fr, id)
+		},
+	})
+	return s, arrived, releaseA
+}
+
+// settingsWaitTransport is a ferry Transport for settingsWaitServer: h2c
+// with prior knowledge, MaxConnsPerHost maxConns, and a SETTINGS probe
+// whose PING timeout (an hour) never ends a test's wait.
+func settingsWaitTransport(maxConns int) *Transport {
+	return From(&http.Transport{Protocols: protocolsOf("h2c"), MaxConnsPerHost: maxConns,
+		HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
+}
+
+// signalTo returns a hook that signals on ch without blocking (a signal
+// already pending is enough).
+func signalTo(ch chan struct{}) func() {
+	return func() {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// goObserve sends req through rt on a goroutine of its own; the channel
+// receives what it saw.
+func goObserve(rt http.RoundTripper, req *http.Request) <-chan observation {
+	done := make(chan observation, 1)
+	go func() { done <- observe(rt, req) }()
+	return done
+}
+
+// goRoundTripErr sends req through rt on a goroutine of its own, closes
+// the body of a response, and hands over the error.
+func goRoundTripErr(rt http.RoundTripper, req *http.Request) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	return done
+}
+
+// checkOneDial fails t unless the server accepted one connection and tr
+// dialled one (when Stats counts dials); why says what a second one means.
+func checkOneDial(t *testing.T, s *testpeer.H2Server, tr *Transport, why string) {
+	t.Helper()
+	if conns, _ := s.Counts(); conns != 1 {
+		t.Errorf("the server accepted %d connections, want 1%s", conns, why)
+	}
+	if countStats {
+		if d := tr.Stats().Conns.Dialled; d != 1 {
+			t.Errorf("Stats.Conns.Dialled = %d, want 1", d)
+		}
+	}
+}
+
 // TestH2SecondStreamWaitsForSettingsUnderMaxConns: under MaxConnsPerHost a
 // new HTTP/2 connection refuses a second stream until the server's
 // SETTINGS are known (h2conn's OnStreamFree hook). That refusal does not
@@ -31,38 +106,18 @@ import (
 // dialled once; B found its stream in the pool and is no dial.
 func TestH2SecondStreamWaitsForSettingsUnderMaxConns(t *testing.T) {
 	chaosLeakCheck(t, func(t *testing.T) {
-		arrived := make(chan struct{}, 1)
-		releaseA := make(chan struct{})
-		s := testpeer.StartH2(t, testpeer.H2Script{
-			Settings:  []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 10}},
-			NoPingAck: true,
-			OnHeaders: func(conn, stream int, fr *http2.Framer, id uint32) error {
-				if conn == 0 && stream == 0 {
-					arrived <- struct{}{}
-					<-releaseA // the connection's reading waits too
-				}
-				return testpeer.H2OK(fr, id)
-			},
-		})
-		tr := From(&http.Transport{Protocols: protocolsOf("h2c"), MaxConnsPerHost: 2,
-			HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
+		s, arrived, releaseA := settingsWaitServer(t)
+		tr := settingsWaitTransport(2)
 		defer closeIdle(tr)
 		waiting := make(chan struct{}, 1)
-		tr.h2.beforeSettingsWait = func() {
-			select {
-			case waiting <- struct{}{}:
-			default:
-			}
-		}
+		tr.h2.beforeSettingsWait = signalTo(waiting)
 		url := "http://" + s.Addr()
 		// Hang guards only: the outcomes are checked, not the times.
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		doneA := make(chan observation, 1)
-		go func() { doneA <- observe(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx)) }()
+		doneA := goObserve(tr, newReq(t, "GET", url+"/a", nil).WithContext(ctx))
 		awaitCh(t, "request A at the server", arrived)
-		doneB := make(chan observation, 1)
-		go func() { doneB <- observe(tr, newReq(t, "GET", url+"/b", nil).WithContext(ctx)) }()
+		doneB := goObserve(tr, newReq(t, "GET", url+"/b", nil).WithContext(ctx))
 		var oB observation
 		gotB := false
 		select {
@@ -80,14 +135,7 @@ func TestH2SecondStreamWaitsForSettingsUnderMaxConns(t *testing.T) {
 		if oA.Err != "" || oA.Body != "ok" || oB.Err != "" || oB.Body != "ok" {
 			t.Fatalf("A: %q %s; B: %q %s", oA.Body, oA.Err, oB.Body, oB.Err)
 		}
-		if conns, _ := s.Counts(); conns != 1 {
-			t.Errorf("the server accepted %d connections, want 1: B dialled its own while the first connection waited for SETTINGS", conns)
-		}
-		if countStats {
-			if d := tr.Stats().Conns.Dialled; d != 1 {
-				t.Errorf("Stats.Conns.Dialled = %d, want 1 (B's stream came from the pool)", d)
-			}
-		}
+		checkOneDial(t, s, tr, ": B dialled its own while the first connection waited for SETTINGS")
 		chaosPoolEmpty(t, tr)
 	})
 }
