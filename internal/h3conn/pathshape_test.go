@@ -57,18 +57,7 @@ type shapedPacket struct {
 
 func startShapedRelay(t testing.TB, server string, seed uint64) *shapedRelay {
 	t.Helper()
-	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa, err := net.ResolveUDPAddr("udp", server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := net.DialUDP("udp", nil, sa)
-	if err != nil {
-		t.Fatal(err)
-	}
+	front, back := relaySockets(t, server)
 	r := &shapedRelay{front: front, back: back}
 	r.up = &shapedDir{
 		write: func(b []byte) { back.Write(b) },

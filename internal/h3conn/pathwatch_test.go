@@ -97,20 +97,29 @@ type udpRelay struct {
 	wg          sync.WaitGroup
 }
 
-func startRelay(t testing.TB, server string) *udpRelay {
+// relaySockets opens a relay's two loopback sockets: front, where the
+// client sends, and back, connected to server.
+func relaySockets(t testing.TB, server string) (*net.UDPConn, *net.UDPConn) {
 	t.Helper()
-	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	sa, err := net.ResolveUDPAddr("udp", server)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sa, err := net.ResolveUDPAddr("udp", server)
+	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	back, err := net.DialUDP("udp", nil, sa)
 	if err != nil {
+		front.Close()
 		t.Fatal(err)
 	}
+	return front, back
+}
+
+func startRelay(t testing.TB, server string) *udpRelay {
+	t.Helper()
+	front, back := relaySockets(t, server)
 	r := &udpRelay{front: front, back: back}
 	r.wg.Add(2)
 	go func() {
