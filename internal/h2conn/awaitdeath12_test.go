@@ -43,14 +43,7 @@ func TestAwaitPeerSettingsEndsAtDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.OnStreamFree(func() {})
-	aDone := make(chan error, 1)
-	go func() {
-		resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/a", nil))
-		if err == nil {
-			resp.Body.Close()
-		}
-		aDone <- err
-	}()
+	aDone := goRoundTrip(c, newRequest(t, "GET", "http://"+srv.Addr()+"/a", nil))
 	<-arrived
 	if c.ReserveStream() {
 		t.Fatal("a second stream before the server's SETTINGS are known, with a hook")

@@ -74,14 +74,7 @@ func TestRefusedReserveClosesDeadConn(t *testing.T) {
 	// the stream until the server acknowledges the PING sent with the
 	// reset, which it never does; the connection's one stream is taken.
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/held", nil).WithContext(ctx))
-		if err == nil {
-			resp.Body.Close()
-		}
-		done <- err
-	}()
+	done := goRoundTrip(c, newRequest(t, "GET", "http://"+srv.Addr()+"/held", nil).WithContext(ctx))
 	<-held
 	cancel()
 	if err := <-done; err == nil {
@@ -189,14 +182,7 @@ func TestRefusedReserveBeforeSettingsClosesDeadConn(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/held", nil).WithContext(ctx))
-		if err == nil {
-			resp.Body.Close()
-		}
-		done <- err
-	}()
+	done := goRoundTrip(c, newRequest(t, "GET", "http://"+srv.Addr()+"/held", nil).WithContext(ctx))
 	<-held
 	if c.peerLimitKnown() {
 		t.Fatal("the server's SETTINGS are known without a PING ack or a response")

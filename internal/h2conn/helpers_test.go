@@ -132,6 +132,20 @@ func newRequest(t testing.TB, method, url string, body io.Reader) *http.Request 
 	return req
 }
 
+// goRoundTrip sends req on c from a goroutine of its own, closes the body
+// of a response, and hands over the error.
+func goRoundTrip(c *Conn, req *http.Request) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	return done
+}
+
 // readAll reads and closes a response body.
 func readAll(t testing.TB, resp *http.Response) string {
 	t.Helper()
