@@ -79,27 +79,12 @@ func startShapedRelay(t testing.TB, server string, seed uint64) *shapedRelay {
 	go func() {
 		defer r.wg.Done()
 		defer r.up.close()
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := front.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			r.client.Store(from)
-			r.up.take(append([]byte(nil), buf[:n]...))
-		}
+		pumpFront(front, &r.client, func(b []byte) { r.up.take(append([]byte(nil), b...)) })
 	}()
 	go func() {
 		defer r.wg.Done()
 		defer r.down.close()
-		buf := make([]byte, 65536)
-		for {
-			n, err := back.Read(buf)
-			if err != nil {
-				return
-			}
-			r.down.take(append([]byte(nil), buf[:n]...))
-		}
+		pumpBack(back, func(b []byte) { r.down.take(append([]byte(nil), b...)) })
 	}()
 	t.Cleanup(func() {
 		front.Close()

@@ -117,6 +117,34 @@ func relaySockets(t testing.TB, server string) (*net.UDPConn, *net.UDPConn) {
 	return front, back
 }
 
+// pumpFront reads the datagrams the client sends to a relay's front
+// socket until it is closed, notes the client's address in client, and
+// hands each to f. The buffer is reused: f copies what it keeps.
+func pumpFront(front *net.UDPConn, client *atomic.Pointer[net.UDPAddr], f func([]byte)) {
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := front.ReadFromUDP(buf)
+		if err != nil {
+			return
+		}
+		client.Store(from)
+		f(buf[:n])
+	}
+}
+
+// pumpBack reads the server's datagrams from a relay's back socket until
+// it is closed and hands each to f (same buffer rule as pumpFront).
+func pumpBack(back *net.UDPConn, f func([]byte)) {
+	buf := make([]byte, 65536)
+	for {
+		n, err := back.Read(buf)
+		if err != nil {
+			return
+		}
+		f(buf[:n])
+	}
+}
+
 func startRelay(t testing.TB, server string) *udpRelay {
 	t.Helper()
 	front, back := relaySockets(t, server)
@@ -124,30 +152,19 @@ func startRelay(t testing.TB, server string) *udpRelay {
 	r.wg.Add(2)
 	go func() {
 		defer r.wg.Done()
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := front.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			r.client.Store(from)
+		pumpFront(front, &r.client, func(b []byte) {
 			if !r.cut.Load() {
-				back.Write(buf[:n])
+				back.Write(b)
 			}
-		}
+		})
 	}()
 	go func() {
 		defer r.wg.Done()
-		buf := make([]byte, 65536)
-		for {
-			n, err := back.Read(buf)
-			if err != nil {
-				return
-			}
+		pumpBack(back, func(b []byte) {
 			if to := r.client.Load(); to != nil && !r.cut.Load() {
-				front.WriteToUDP(buf[:n], to)
+				front.WriteToUDP(b, to)
 			}
-		}
+		})
 	}()
 	t.Cleanup(func() {
 		front.Close()
@@ -158,6 +175,26 @@ func startRelay(t testing.TB, server string) *udpRelay {
 }
 
 func (r *udpRelay) addr() string { return r.front.LocalAddr().String() }
+
+// dialThroughRelay dials s through a relay that can cut the path, with
+// the Dialer's OnPathDead calls recorded; mod, if not nil, sets the rest of
+// its Config. It returns the Conn, its Dialer, the relay and the record.
+func dialThroughRelay(t *testing.T, s *h3Server, mod func(*Config)) (*Conn, *Dialer, *udpRelay, *deadPathRecorder) {
+	t.Helper()
+	relay := startRelay(t, s.addr())
+	rec := new(deadPathRecorder)
+	d := newTestDialer(t, s, func(c *Config) {
+		c.OnPathDead = rec.record
+		if mod != nil {
+			mod(c)
+		}
+	})
+	c, err := d.Dial(context.Background(), "localhost", relay.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, d, relay, rec
+}
 
 // deadPathRecorder collects the OnPathDead calls of a Dialer.
 type deadPathRecorder struct {
@@ -224,16 +261,9 @@ func TestDeadPathClosesConn(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	s := startH3(t, holdHandler(release, 0), "localhost")
-	relay := startRelay(t, s.addr())
-	var rec deadPathRecorder
-	d := newTestDialer(t, s, func(c *Config) {
-		c.OnPathDead = rec.record
+	c, d, relay, rec := dialThroughRelay(t, s, func(c *Config) {
 		c.IdleTimeout = time.Minute // the idle timeout must not be what ends it
 	})
-	c, err := d.Dial(context.Background(), "localhost", relay.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // hang guard
 	defer cancel()
 	if body, err := get(ctx, c, "/"); err != nil || body != "ok" {
@@ -242,7 +272,7 @@ func TestDeadPathClosesConn(t *testing.T) {
 
 	relay.cut.Store(true)
 	start := time.Now()
-	_, err = get(ctx, c, "/")
+	_, err := get(ctx, c, "/")
 	if !errors.Is(err, ErrPathDead) {
 		t.Fatalf("request on the dead path: %v (%T), want ErrPathDead", err, err)
 	}
@@ -273,13 +303,7 @@ func TestDeadPathFailsBodyRead(t *testing.T) {
 		}
 	}
 	s := startH3(t, http.HandlerFunc(h), "localhost")
-	relay := startRelay(t, s.addr())
-	var rec deadPathRecorder
-	d := newTestDialer(t, s, func(c *Config) { c.OnPathDead = rec.record; c.IdleTimeout = time.Minute })
-	c, err := d.Dial(context.Background(), "localhost", relay.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _, relay, rec := dialThroughRelay(t, s, func(c *Config) { c.IdleTimeout = time.Minute })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", "https://localhost/", nil)
@@ -311,13 +335,8 @@ func TestDeadPathFailsBodyRead(t *testing.T) {
 func TestSlowServerOnHealthyPath(t *testing.T) {
 	const hold = 3 * time.Second // 3 times the dead-path threshold on loopback
 	s := startH3(t, holdHandler(nil, hold), "localhost")
-	relay := startRelay(t, s.addr()) // a path that forwards everything
-	var rec deadPathRecorder
-	d := newTestDialer(t, s, func(c *Config) { c.OnPathDead = rec.record })
-	c, err := d.Dial(context.Background(), "localhost", relay.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The relay forwards everything.
+	c, _, _, rec := dialThroughRelay(t, s, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // hang guard
 	defer cancel()
 
@@ -432,16 +451,9 @@ func TestDeadPathWhileWaiting(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	s := startH3(t, holdHandler(release, 0), "localhost")
-	relay := startRelay(t, s.addr())
-	var rec deadPathRecorder
-	d := newTestDialer(t, s, func(c *Config) {
-		c.OnPathDead = rec.record
+	c, _, relay, rec := dialThroughRelay(t, s, func(c *Config) {
 		c.QUICConfig = &quic.Config{KeepAlivePeriod: 500 * ms, MaxIdleTimeout: time.Minute}
 	})
-	c, err := d.Dial(context.Background(), "localhost", relay.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // hang guard
 	defer cancel()
 	errc := make(chan error, 1)
