@@ -9,6 +9,25 @@ import (
 	"time"
 )
 
+// cancelBSendC is the rest of TestH2SettingsWaitCancelled's scenario and
+// of its net/http twin, once A is held at the server and B is in place
+// (waiting for the SETTINGS in ferry, written in net/http): C is sent, B is
+// cancelled and must end with context.Canceled, A is released, and A and C
+// must be answered.
+func cancelBSendC(t *testing.T, rt http.RoundTripper, url string, ctx context.Context, doneA <-chan observation, doneB <-chan error, bcancel context.CancelFunc, releaseA chan struct{}) {
+	t.Helper()
+	doneC := goObserve(rt, newReq(t, "GET", url+"/c", nil).WithContext(ctx))
+	bcancel()
+	if err := <-doneB; !errors.Is(err, context.Canceled) {
+		t.Fatalf("B: %v, want context.Canceled", err)
+	}
+	close(releaseA)
+	oA, oC := <-doneA, <-doneC
+	if oA.Err != "" || oA.Body != "ok" || oC.Err != "" || oC.Body != "ok" {
+		t.Fatalf("A: %q %s; C: %q %s", oA.Body, oA.Err, oC.Body, oC.Err)
+	}
+}
+
 // TestH2SettingsWaitCancelled: a request that waits for a new connection's
 // SETTINGS under MaxConnsPerHost (sharedBeforeDial, holding a slot) and is
 // cancelled there ends with its context's error, gives its slot back and
@@ -35,16 +54,7 @@ func TestH2SettingsWaitCancelled(t *testing.T) {
 		defer bcancel()
 		doneB := goRoundTripErr(tr, newReq(t, "GET", url+"/b", nil).WithContext(bctx))
 		awaitCh(t, "request B waiting for the SETTINGS", waiting)
-		doneC := goObserve(tr, newReq(t, "GET", url+"/c", nil).WithContext(ctx))
-		bcancel()
-		if err := <-doneB; !errors.Is(err, context.Canceled) {
-			t.Fatalf("B: %v, want context.Canceled", err)
-		}
-		close(releaseA)
-		oA, oC := <-doneA, <-doneC
-		if oA.Err != "" || oA.Body != "ok" || oC.Err != "" || oC.Body != "ok" {
-			t.Fatalf("A: %q %s; C: %q %s", oA.Body, oA.Err, oC.Body, oC.Err)
-		}
+		cancelBSendC(t, tr, url, ctx, doneA, doneB, bcancel, releaseA)
 		// The slots of B and C came back: a fourth request has one.
 		if o := observe(tr, newReq(t, "GET", url+"/d", nil).WithContext(ctx)); o.Err != "" || o.Body != "ok" {
 			t.Fatalf("D: %q %s", o.Body, o.Err)
@@ -121,16 +131,7 @@ func TestH2SettingsWaitCancelledNetHTTP(t *testing.T) {
 	trace := &httptrace.ClientTrace{WroteHeaders: func() { wrote <- struct{}{} }}
 	doneB := goRoundTripErr(tr, newReq(t, "GET", url+"/b", nil).WithContext(httptrace.WithClientTrace(bctx, trace)))
 	awaitCh(t, "request B written", wrote)
-	doneC := goObserve(tr, newReq(t, "GET", url+"/c", nil).WithContext(ctx))
-	bcancel()
-	if err := <-doneB; !errors.Is(err, context.Canceled) {
-		t.Fatalf("B: %v, want context.Canceled", err)
-	}
-	close(releaseA)
-	oA, oC := <-doneA, <-doneC
-	if oA.Err != "" || oA.Body != "ok" || oC.Err != "" || oC.Body != "ok" {
-		t.Fatalf("A: %q %s; C: %q %s", oA.Body, oA.Err, oC.Body, oC.Err)
-	}
+	cancelBSendC(t, tr, url, ctx, doneA, doneB, bcancel, releaseA)
 	if conns, _ := s.Counts(); conns != 1 {
 		t.Errorf("the server accepted %d connections, want 1", conns)
 	}
