@@ -41,15 +41,8 @@ func TestRefusedLastSlotKeepsReleaseTime(t *testing.T) {
 	}
 	clk.advance(time.Minute)
 	released := clk.now()
-	entered, proceed := make(chan struct{}), make(chan struct{})
-	c.testHookReserving = func() {
-		close(entered)
-		<-proceed
-	}
-	bGot := make(chan bool, 1)
-	go func() { bGot <- c.ReserveStream() }() // B
-	<-entered
-	c.ReleaseStream() // A, while B is deciding
+	proceed, bGot := reserveHeld(c) // B
+	c.ReleaseStream()               // A, while B is deciding
 	clk.advance(time.Second)
 	close(proceed)
 	if <-bGot {

@@ -8,6 +8,23 @@ import (
 	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
+// reserveHeld starts a ReserveStream on c and returns once it is held at
+// testHookReserving (the slot counts as busy, nothing is decided yet); it
+// goes on when proceed is closed, and its result arrives on got. The
+// caller clears the hook once the result has arrived.
+func reserveHeld(c *Conn) (proceed chan struct{}, got <-chan bool) {
+	entered := make(chan struct{})
+	proceed = make(chan struct{})
+	c.testHookReserving = func() {
+		close(entered)
+		<-proceed
+	}
+	res := make(chan bool, 1)
+	go func() { res <- c.ReserveStream() }()
+	<-entered
+	return proceed, res
+}
+
 // TestReleaseDuringReserveKeepsXnetCount: a slot given back (ReleaseStream)
 // while another request is in the middle of ReserveStream must give back
 // the x/net reservation it holds. ReleaseStream tells a slot backed by an
@@ -80,15 +97,8 @@ func TestReleaseDuringReserveKeepsXnetCount(t *testing.T) {
 			if !c.ReserveStream() { // A
 				t.Fatal("A: no stream")
 			}
-			entered, proceed := make(chan struct{}), make(chan struct{})
-			c.testHookReserving = func() {
-				close(entered)
-				<-proceed
-			}
-			bGot := make(chan bool, 1)
-			go func() { bGot <- c.ReserveStream() }() // B
-			<-entered
-			c.ReleaseStream() // A gives its slot back while B is deciding
+			proceed, bGot := reserveHeld(c) // B
+			c.ReleaseStream()               // A gives its slot back while B is deciding
 			close(proceed)
 			if <-bGot {
 				c.ReleaseStream()
