@@ -260,13 +260,14 @@ func (t *Transport) sharedBeforeDial(ctx context.Context, key connKey) (sharedCo
 		if t.h2.beforeSettingsWait != nil {
 			t.h2.beforeSettingsWait()
 		}
-		waited, err := c.AwaitPeerSettings(ctx)
-		if err != nil {
+		if _, err := c.AwaitPeerSettings(ctx); err != nil {
 			return nil, err
 		}
-		if !waited {
-			continue
-		}
+		// Look again whether or not there was anything to wait for: the
+		// SETTINGS may have arrived between the look that found no stream
+		// and this call, which then returns at once (1 run in 20-40 of
+		// TestH2SecondStreamWaitsForSettingsUnderMaxConns dialled a
+		// second connection that way). Only dials pay for the look.
 		if s, ok := t.pool.GetShared(key); ok {
 			if t.h2.settingsWaitFound != nil {
 				t.h2.settingsWaitFound()
