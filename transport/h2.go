@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/h2conn"
 	"github.com/ferryhttp/ferry/internal/idlepool"
 )
@@ -201,7 +202,7 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 	}
 	if sc == nil {
 		outcome = dialSpokeH1
-		return t.h1FromDial(key, d), nil, false, nil
+		return newH1Conn(t, key, d), nil, false, nil
 	}
 	// Take our stream before anyone else can see the connection.
 	if t.h2.beforeFirstStream != nil {
@@ -316,18 +317,18 @@ func (t *Transport) sharedFromDial(key connKey, d dialedConn) (sharedConn, error
 
 // roundTripShared sends req on sc (a stream is reserved). It returns the
 // response, a final error (req's body closed), or errRetryShared when the
-// server did not process the request and it may go out again (o.body then
+// server did not process the request and it may go out again (o.Body then
 // holds the body to send). The final errors are net/http's: the error of
 // the last attempt once the retries are spent, "cannot retry" around it
 // for a body that cannot be sent again, the context's error when it ends
 // during the backoff.
-func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *outgoing, key connKey, sc sharedConn, att *sharedAttempts) (*http.Response, error) {
+func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *h1conn.Outgoing, key connKey, sc sharedConn, att *sharedAttempts) (*http.Response, error) {
 	sreq := req
 	var rb *replayBody
-	if o.body != nil {
+	if o.Body != nil {
 		// x/net closes the body on every error; the wrapper keeps an unread
 		// body open until we know whether it is sent again.
-		rb = &replayBody{body: o.body}
+		rb = &replayBody{body: o.Body}
 		r2 := *req
 		r2.Body = rb
 		r2.GetBody = nil
@@ -363,7 +364,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 		rb.closeBody()
 		return nil, np.Err
 	}
-	if o.body != nil && req.GetBody == nil && !np.BodyUnread {
+	if o.Body != nil && req.GetBody == nil && !np.BodyUnread {
 		rb.closeBody()
 		return nil, fmt.Errorf("http2: Transport: cannot retry err [%w] after Request.Body was written; define Request.GetBody to avoid this error", np.Err)
 	}
@@ -377,7 +378,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 		return nil, errRetryShared
 	}
 	att.retries++
-	if o.body != nil && req.GetBody == nil {
+	if o.Body != nil && req.GetBody == nil {
 		rb.detach() // unread: the same body goes out again
 	} else if rb != nil {
 		rb.closeBody()
@@ -385,7 +386,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 		if gerr != nil {
 			return nil, gerr
 		}
-		o.body = body
+		o.Body = body
 	}
 	if err := t.h2.retryBackoff(ctx, att.retries); err != nil {
 		closeOutgoing(o)

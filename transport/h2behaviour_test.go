@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/h2conn"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
 	"github.com/ferryhttp/ferry/internal/testpeer"
@@ -476,7 +477,7 @@ func TestH2StreamLimitRetry(t *testing.T) {
 	body := &countingBody{Reader: strings.NewReader("payload")}
 	req := newReq(t, "POST", "https://example.invalid/", nil).WithContext(ctx)
 	req.Body, req.GetBody = body, nil
-	o := &outgoing{req: req, body: body}
+	o := &h1conn.Outgoing{Req: req, Body: body}
 	sc := &limitRefusingConn{}
 	att := sharedAttempts{retries: maxSharedRetries - 1}
 	for range 3 {
@@ -489,10 +490,10 @@ func TestH2StreamLimitRetry(t *testing.T) {
 		t.Fatalf("retries = %d, limit refusals %d, want %d and 3 (a stream-limit refusal is not counted as a retry)",
 			att.retries, att.limitRefusals, maxSharedRetries-1)
 	}
-	if o.body != io.ReadCloser(body) || body.closed.Load() != 0 {
-		t.Fatalf("body replaced (%v) or closed %d times; the retry must get it unread", o.body != io.ReadCloser(body), body.closed.Load())
+	if o.Body != io.ReadCloser(body) || body.closed.Load() != 0 {
+		t.Fatalf("body replaced (%v) or closed %d times; the retry must get it unread", o.Body != io.ReadCloser(body), body.closed.Load())
 	}
-	if got, _ := io.ReadAll(o.body); string(got) != "payload" {
+	if got, _ := io.ReadAll(o.Body); string(got) != "payload" {
 		t.Fatalf("body left for the retry reads %q", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
 )
 
@@ -29,33 +30,23 @@ import (
 type inline9Probe struct {
 	mu     sync.Mutex // guards bounds, conns and async
 	bounds []int64
-	conns  map[*h1Conn]int // send buffer reads per connection
+	conns  map[*h1conn.Conn]int // send buffer reads per connection
 	async  int
 }
 
 func newInline9Probe(t *testing.T, tr *Transport) *inline9Probe {
-	p := &inline9Probe{conns: map[*h1Conn]int{}}
-	testHookInlineBound = func(pc *h1Conn, bound int64) {
-		if pc.t != tr {
-			return
-		}
+	p := &inline9Probe{conns: map[*h1conn.Conn]int{}}
+	tr.h1cfg.InlineBound = func(pc *h1conn.Conn, bound int64) {
 		p.mu.Lock()
 		p.bounds = append(p.bounds, bound)
 		p.conns[pc]++
 		p.mu.Unlock()
 	}
-	testHookAsyncWrite = func(pc *h1Conn) {
-		if pc.t != tr {
-			return
-		}
+	tr.h1cfg.BodyWriter = func(*h1conn.Conn) {
 		p.mu.Lock()
 		p.async++
 		p.mu.Unlock()
 	}
-	t.Cleanup(func() {
-		testHookInlineBound = nil
-		testHookAsyncWrite = nil
-	})
 	return p
 }
 
@@ -288,7 +279,7 @@ func TestInline9BoundEdges(t *testing.T) {
 }
 
 // TestInline9DefaultBuffersInline: with the kernel's default loopback
-// buffers a 64 KiB body in memory (syncBodyLimit) is still written inline,
+// buffers a 64 KiB body in memory (h1conn.SyncBodyLimit) is still written inline,
 // in cleartext and over TLS, where the bound comes from the TCP socket under
 // the *tls.Conn. (Not unwrapping TLS sends the TLS row to the body writer.)
 func TestInline9DefaultBuffersInline(t *testing.T) {
@@ -312,12 +303,12 @@ func TestInline9DefaultBuffersInline(t *testing.T) {
 			p := newInline9Probe(t, tr)
 			s := startInline9Server(t, false, false, row.cert)
 			for range 3 {
-				postInline9(t, tr, s, patterned(syncBodyLimit))
+				postInline9(t, tr, s, patterned(h1conn.SyncBodyLimit))
 			}
 			if n := p.asyncWrites(); n != 0 {
 				t.Errorf("%d body writers started for 64 KiB bodies, want none", n)
 			}
-			if bounds, per := p.reads(); len(bounds) != 1 || bounds[0] < syncBodyLimit+1024 || per[0] != 1 {
+			if bounds, per := p.reads(); len(bounds) != 1 || bounds[0] < h1conn.SyncBodyLimit+1024 || per[0] != 1 {
 				t.Errorf("bounds read %v per connection %v, want one above 64 KiB", bounds, per)
 			}
 		})
@@ -511,49 +502,4 @@ func newInline9Req(t *testing.T, method, url string, body io.Reader) *http.Reque
 		t.Fatal(err)
 	}
 	return req
-}
-
-// TestInline9WriterCopyReleased: the body writer's copy of the request plan
-// is kept by the connection for its next writer (one allocation less per
-// body it sends), and emptied when the writer reports, so an idle
-// connection holds no reference to the last request or its body.
-// (Not emptying it, or not reusing it, fails.)
-func TestInline9WriterCopyReleased(t *testing.T) {
-	type wrapped struct{ net.Conn }
-	tr := &Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return wrapped{c}, nil // no reachable socket: every body to the writer
-	}}
-	defer tr.CloseIdleConnections()
-	var mu sync.Mutex // guards conns
-	var conns []*h1Conn
-	newInline9Probe(t, tr)
-	testHookAsyncWrite = func(pc *h1Conn) {
-		mu.Lock()
-		conns = append(conns, pc)
-		mu.Unlock()
-	}
-	s := startInline9Server(t, false, false, nil)
-	var first *outgoing
-	for i := range 3 {
-		postInline9(t, tr, s, patterned(100+i))
-		mu.Lock()
-		if len(conns) != i+1 || conns[i] != conns[0] {
-			mu.Unlock()
-			t.Fatalf("request %d: %d body writers, want one more on the same connection", i, len(conns))
-		}
-		pc := conns[i]
-		mu.Unlock()
-		if i == 0 {
-			first = pc.asyncOut
-		}
-		if pc.asyncOut == nil || pc.asyncOut != first {
-			t.Errorf("request %d: writer copy %p, want the first one %p again", i, pc.asyncOut, first)
-		} else if *pc.asyncOut != (outgoing{}) {
-			t.Errorf("request %d: the idle connection still holds the request plan (request %p)", i, pc.asyncOut.req)
-		}
-	}
 }

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"net"
 	"runtime"
 	"sync"
 	"testing"
@@ -20,12 +19,11 @@ func TestInline9QueueReadAfterBody(t *testing.T) {
 	p := newInline9Probe(t, tr)
 	var mu sync.Mutex
 	var queued []int
-	testHookSendQueue = func(n int) {
+	tr.h1cfg.SendQueue = func(n int) {
 		mu.Lock()
 		queued = append(queued, n)
 		mu.Unlock()
 	}
-	t.Cleanup(func() { testHookSendQueue = nil })
 	s := startInline9Server(t, false, false, nil)
 	for i := range 3 {
 		postInline9(t, tr, s, patterned(1000+i))
@@ -40,35 +38,5 @@ func TestInline9QueueReadAfterBody(t *testing.T) {
 	}
 	if _, per := p.reads(); len(per) != 1 {
 		t.Errorf("connections %v, want one kept connection", per)
-	}
-}
-
-// TestInline9QueueReadNoAlloc: reading a connection's send queue
-// allocates nothing (a closure capturing its results allocated three
-// times per POST).
-func TestInline9QueueReadNoAlloc(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the send queue is read on Linux only")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rc, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := newSendQueue(rc)
-	if !q.empty() {
-		t.Fatal("a fresh connection's send queue is not empty")
-	}
-	if n := testing.AllocsPerRun(100, func() { q.empty() }); n != 0 {
-		t.Errorf("a send queue reading allocates %.0f times, want 0", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
 )
 
@@ -202,9 +203,9 @@ func TestInline9Rev60LongHeadCounted(t *testing.T) {
 		body, writeBuffer int
 		wantAsync         int
 	}{
-		{200, minInlineWriteBuffer, 0},
-		{4096, minInlineWriteBuffer, 1},
-		{200, minInlineWriteBuffer - 1, 1},
+		{200, h1conn.MinInlineWriteBuffer, 0},
+		{4096, h1conn.MinInlineWriteBuffer, 1},
+		{200, h1conn.MinInlineWriteBuffer - 1, 1},
 	} {
 		t.Run(fmt.Sprint(row.body, "/", row.writeBuffer), func(t *testing.T) {
 			var reported atomic.Int64
@@ -293,7 +294,7 @@ func TestInline9Rev60TLSInTLS(t *testing.T) {
 	postInline9(t, tr, s, patterned(1024))
 	bounds, _ := p.reads()
 	v := <-sndbuf
-	if want := inlineBoundFromSendBuffer(v, 2); len(bounds) != 1 || bounds[0] != want || want <= 0 {
+	if want := h1conn.InlineBoundFromSendBuffer(v, 2); len(bounds) != 1 || bounds[0] != want || want <= 0 {
 		t.Errorf("bounds %v, want one of %d (send buffer %d, two TLS layers)", bounds, want, v)
 	}
 	if n := p.asyncWrites(); n != 0 {
@@ -356,7 +357,7 @@ func TestInline9Rev60HalfSendBufferBlocks(t *testing.T) {
 				}
 				defer closeIdle(rt)
 				// The bound ferry derives: a quarter of the doubled buffer.
-				size := int(inlineBoundFromSendBuffer(2*row.snd, 0)) - row.belowBound
+				size := int(h1conn.InlineBoundFromSendBuffer(2*row.snd, 0)) - row.belowBound
 				req := newInline9Req(t, "POST", "http://"+s.ln.Addr().String()+"/", bytes.NewReader(patterned(size)))
 				resp, hung, err := roundTripGuarded(rt, req, func() { close(s.release) })
 				if hung {

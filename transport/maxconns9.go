@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/h3conn"
 )
 
@@ -306,7 +307,7 @@ func (s *h3ExchangeSlot) quicStreamDone() {
 // to be had and TCP could only queue behind slots QUIC holds, the request
 // waits for the next QUIC event and looks again, rather than waiting in
 // the TCP queue for slots that only an idle QUIC connection would give up.
-func (t *Transport) h3ConnLimited(req *http.Request, o *outgoing, h *h3Client, hk h3Key, key connKey) (*h3conn.Conn, error) {
+func (t *Transport) h3ConnLimited(req *http.Request, o *h1conn.Outgoing, h *h3Client, hk h3Key, key connKey) (*h3conn.Conn, error) {
 	if s, ok := h.pool.GetShared(hk); ok {
 		return s.(*h3conn.Conn), nil // the common case, without the loop's locks
 	}

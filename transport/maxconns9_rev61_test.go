@@ -136,13 +136,13 @@ func TestMaxConns9Rev61DialCountedBeforeTCPClose(t *testing.T) {
 		t.Fatal("no idle TCP connection after the first request")
 	}
 	heldAtClose := make(chan bool, 1)
-	pc.conn = &closeHookConn{Conn: pc.conn, onClose: func() {
+	hooked := newH1Conn(tr, key, dialedConn{conn: &closeHookConn{Conn: pc.NetConn(), onClose: func() {
 		select {
 		case heldAtClose <- tr.h3.quic.holds(key):
 		default:
 		}
-	}}
-	tr.pool.Put(key, pc)
+	}}})
+	tr.pool.Put(key, hooked)
 	// The alternative is known and the TCP connection idle: the next
 	// request's QUIC dial closes it for the only slot.
 	if _, err := getProto(context.Background(), tr, u); err != nil {

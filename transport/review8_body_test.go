@@ -52,7 +52,7 @@ func TestReview8BodyFileLongerThanLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantBody := fmt.Sprintf("body %d %x; extra 0", length, sha256.Sum256(data[:length]))
-	wantErr := errBodyLength(length, size).Error()
+	wantErr := fmt.Sprintf("http: ContentLength=%d with Body length %d", length, size)
 	for _, framing := range []string{"file", "NopCloser(file)"} {
 		for _, impl := range []string{"nethttp", "ferry"} {
 			t.Run(framing+"/"+impl, func(t *testing.T) {

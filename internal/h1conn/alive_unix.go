@@ -1,0 +1,69 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd
+
+package h1conn
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// quiet reports whether pc, taken from the pool with nothing buffered
+// (FitForReuse), received nothing while it sat there: a non-blocking read
+// of its socket (TLS unwrapped) finds neither bytes, EOF nor an error. It costs one read
+// system call; a connection whose socket cannot be reached (a custom
+// DialContext's net.Pipe or wrapper) is checked with a deadline peek
+// instead (aliveByDeadline).
+func (pc *Conn) quiet() bool {
+	rc := pc.idleSocket()
+	if rc == nil {
+		return pc.aliveByDeadline()
+	}
+	quiet := false
+	err := rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		for {
+			_, rerr := unix.Read(int(fd), b[:])
+			if rerr == unix.EINTR {
+				continue
+			}
+			quiet = rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK
+			return true
+		}
+	})
+	if !quiet || err != nil {
+		return false
+	}
+	if pc.idleTLS {
+		// A record that arrived with the previous response's last one
+		// may wait inside tls.Conn, out of the socket's sight: a peek
+		// with a deadline already past finds it (Go's poller fails the
+		// socket read itself at once, so this costs no system call).
+		return pc.aliveByDeadline()
+	}
+	return true
+}
+
+// idleSocket returns the socket under pc's connection, finding it on the
+// first call only; nil when it cannot be reached. pc is owned by the
+// goroutine running its request.
+func (pc *Conn) idleSocket() syscall.RawConn {
+	if !pc.idleRCKnown {
+		pc.idleRCKnown = true
+		if rc, tlsLayers, ok := socketOf(pc.conn); ok {
+			pc.idleRC = rc
+			pc.idleTLS = tlsLayers > 0
+		} else if _, standIn := pc.conn.(SocketStandIn); !standIn {
+			pc.idleHidden = true
+		}
+	}
+	return pc.idleRC
+}
+
+// socketHidden reports whether pc's socket cannot be reached (a custom
+// DialContext's wrapper or in-memory connection), so that it is watched
+// while idle (idlewatch.go).
+func (pc *Conn) socketHidden() bool {
+	pc.idleSocket()
+	return pc.idleHidden
+}
