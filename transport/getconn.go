@@ -73,7 +73,7 @@ func (t *Transport) getConn(ctx context.Context, o *h1conn.Outgoing, key connKey
 			// Acquire may wait for a slot: sw arms w only if it does (w
 			// may be armed already, from an earlier wait), and lets the
 			// key's idle QUIC connections give their slots up once this
-			// request is queued (quicYieldSlot, maxconns9.go).
+			// request is queued (quicYieldSlot, maxconns.go).
 			sw = slotWaits.Get().(*slotWait)
 			sw.Context, sw.t, sw.req, sw.key, sw.w = ctx, t, o.Req, key, w
 			actx = sw
@@ -198,7 +198,7 @@ func (t *Transport) dialHeld(w *connWait, key connKey, ds *dialState) (pc *h1Con
 //
 // Done also runs quicYieldSlot: by then the request is queued, so a QUIC
 // connection of its key that goes idle later sees it waiting
-// (maxconns9.go).
+// (maxconns.go).
 type slotWait struct {
 	context.Context // the request's (Deadline, Value, and Err until armed)
 	t               *Transport

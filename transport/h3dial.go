@@ -72,7 +72,7 @@ type h3Client struct {
 	waits atomic.Int64
 
 	// quic is what QUIC dials and connections hold of MaxConnsPerHost in
-	// the Transport's main pool (maxconns9.go); unused without a limit.
+	// the Transport's main pool (maxconns.go); unused without a limit.
 	quic quicSlots
 
 	mu      sync.Mutex // guards dialer, flights and conns
@@ -96,7 +96,7 @@ type h3Flight struct {
 	// (tests count a flight as a connection only until then).
 	dialed bool
 	// slotKey is the TCP key under which the dial holds a MaxConnsPerHost
-	// slot of the main pool (maxconns9.go); set only with a limit.
+	// slot of the main pool (maxconns.go); set only with a limit.
 	slotKey connKey
 	// events carries the dial's httptrace hooks to the request that
 	// started the flight (h3trace.go); nil when it has none.
@@ -113,7 +113,7 @@ func (t *Transport) h3init() *h3Client {
 		}
 		// No MaxConnsPerKey here: with MaxConnsPerHost every QUIC dial and
 		// connection holds a slot of the main pool under its origin's TCP
-		// key instead, so that the limit covers both (maxconns9.go).
+		// key instead, so that the limit covers both (maxconns.go).
 		h.pool = idlepool.New[h3Key, *h3conn.Conn](idlepool.Config{
 			IdleTimeout: t.IdleConnTimeout,
 		})

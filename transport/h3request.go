@@ -35,7 +35,7 @@ type h3Exchange struct {
 	reg    *cancelRegistry // where entry is registered for CancelRequest
 	entry  cancelEntry     // the caller's request and ex.cancel
 	// slot, with MaxConnsPerHost only, lets the connection give its slot
-	// up when the request ends (maxconns9.go).
+	// up when the request ends (maxconns.go).
 	slot *h3ExchangeSlot
 
 	mu          sync.Mutex // guards headTimer and headersDone

@@ -13,22 +13,22 @@ import (
 	"time"
 )
 
-// review9HostServer accepts connections on loopback and records, under the
-// request's X-Review9 header, the request target of a CONNECT and the Host
+// hostSeenServer accepts connections on loopback and records, under the
+// request's X-Request-Id header, the request target of a CONNECT and the Host
 // line as they came on the wire, before it answers.
-type review9HostServer struct {
+type hostSeenServer struct {
 	ln net.Listener
 	mu sync.Mutex // guards seen
-	// seen: what each request carried, by its X-Review9 value
+	// seen: what each request carried, by its X-Request-Id value
 	seen map[string]string
 }
 
-func startReview9HostServer(t *testing.T) *review9HostServer {
+func startHostSeenServer(t *testing.T) *hostSeenServer {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &review9HostServer{ln: ln, seen: map[string]string{}}
+	s := &hostSeenServer{ln: ln, seen: map[string]string{}}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -64,7 +64,7 @@ func startReview9HostServer(t *testing.T) *review9HostServer {
 					switch {
 					case strings.EqualFold(k, "Host"):
 						got += "Host " + v
-					case k == "X-Review9":
+					case k == "X-Request-Id":
 						id = v
 					}
 				}
@@ -79,14 +79,14 @@ func startReview9HostServer(t *testing.T) *review9HostServer {
 	return s
 }
 
-// TestReview9HostDiff: for GET and CONNECT (whose request target is the
+// TestHostHeaderMatchesNetHTTP: for GET and CONNECT (whose request target is the
 // host), URL hosts (upper case, ports, an empty port, IPv6 with and without
 // a zone, IDNs, bytes a Host header may not carry) and req.Host overrides,
 // ferry sends the Host header (and CONNECT target) net/http sends, or fails
 // where net/http fails. Every connection is dialled to the loopback
 // server, whatever the URL's host.
-func TestReview9HostDiff(t *testing.T) {
-	s := startReview9HostServer(t)
+func TestHostHeaderMatchesNetHTTP(t *testing.T) {
+	s := startHostSeenServer(t)
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", s.ln.Addr().String())
@@ -108,7 +108,7 @@ func TestReview9HostDiff(t *testing.T) {
 	run := func(rt http.RoundTripper, method string, u *url.URL, host string) (string, error) {
 		n++
 		id := strconv.Itoa(n)
-		req := &http.Request{Method: method, URL: u, Host: host, Header: http.Header{"X-Review9": {id}}}
+		req := &http.Request{Method: method, URL: u, Host: host, Header: http.Header{"X-Request-Id": {id}}}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		resp, err := rt.RoundTrip(req.WithContext(ctx))

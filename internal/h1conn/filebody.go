@@ -55,7 +55,7 @@ func (pc *Conn) kernelCopyFile(o *Outgoing) *os.File {
 // takes every error of its body copy: it cannot be told apart from a read
 // error of the file (EBADF, EIO), and taking that for the connection's left
 // RoundTrip waiting for an answer the server could only give after the
-// body (TestReview8BodyFileUnreadableNoHang). Except ECONNRESET and EPIPE,
+// body (TestFileBodyUnreadableNoHang). Except ECONNRESET and EPIPE,
 // which only a socket gives: the connection failed, and an answer the
 // server sent before closing is still returned, as for a body copied
 // through user space.
@@ -75,7 +75,7 @@ func (pc *Conn) copyFileBody(f *os.File, n int64) (int64, error) {
 		if errors.Is(se.Err, syscall.ECONNRESET) || errors.Is(se.Err, syscall.EPIPE) {
 			// Only the socket gives these: the server closed or reset the
 			// connection (often after answering early), so the answer may
-			// still be read (TestReview8BodyFileEarlyAnswerClose).
+			// still be read (TestFileBodyEarlyAnswerClose).
 			return written, err
 		}
 		return written, requestBodyReadError{err}

@@ -10,14 +10,14 @@ import (
 	"testing"
 )
 
-// Review of the session-9 parser and host rewrites: whole heads parsed by
-// ferry are compared with net/http's http.ReadResponse on the same bytes,
-// and Host headers sent by ferry with those net/http sends.
+// Whole heads parsed as a connection parses them are compared with
+// net/http's http.ReadResponse on the same bytes (the Host headers ferry
+// sends are compared with net/http's in transport/hostheader_test.go).
 
-// review9Parse parses data as ferry does on a connection (bufio buffer of
+// parseLikeConn parses data as ferry does on a connection (bufio buffer of
 // bufSize, so that both the one-pass scan and the line-by-line path for
 // long heads are used), with spare values when spare > 0.
-func review9Parse(data []byte, bufSize, spare int) (*http.Response, error) {
+func parseLikeConn(data []byte, bufSize, spare int) (*http.Response, error) {
 	pc := &Conn{cfg: testConfig(), conn: nopConn{}}
 	pc.br = bufio.NewReaderSize(bytes.NewReader(data), bufSize)
 	hs := headState{budget: 1 << 20}
@@ -31,16 +31,16 @@ func review9Parse(data []byte, bufSize, spare int) (*http.Response, error) {
 	return &resp, nil
 }
 
-// review9Compare parses data with ferry and with http.ReadResponse and
+// compareWithReadResponse parses data with ferry and with http.ReadResponse and
 // reports any difference in status, protocol, header or error text. data
 // must not hold framing or connection keys (net/http's ReadResponse edits
 // those in the header).
-func review9Compare(t *testing.T, data []byte) {
+func compareWithReadResponse(t *testing.T, data []byte) {
 	t.Helper()
 	ref, refErr := http.ReadResponse(bufio.NewReader(bytes.NewReader(data)), nil)
 	for _, size := range []int{16, 4096} {
 		for _, spare := range []int{0, 1, 8} {
-			got, err := review9Parse(data, size, spare)
+			got, err := parseLikeConn(data, size, spare)
 			if (err == nil) != (refErr == nil) {
 				t.Fatalf("buf %d spare %d: %q: ferry %v, net/http %v", size, spare, data, err, refErr)
 			}
@@ -71,10 +71,10 @@ func review9Compare(t *testing.T, data []byte) {
 	}
 }
 
-// review9CollidingKeys returns pairs of different canonical keys that share
+// collidingKeys returns pairs of different canonical keys that share
 // a filter bit, found by search so that they stay colliding if
 // keyFilterBit changes.
-func review9CollidingKeys(n int) []string {
+func collidingKeys(n int) []string {
 	var out []string
 	seen := map[uint64]string{}
 	for i := 0; len(out) < 2*n; i++ {
@@ -90,19 +90,19 @@ func review9CollidingKeys(n int) []string {
 	return out
 }
 
-// TestReview9HeadDiff: heads made of keys that repeat, fold to a key seen
+// TestHeadMatchesReadResponse: heads made of keys that repeat, fold to a key seen
 // before ("content-type" after "Content-Type"), share filter bits, carry a
 // space before the colon, bytes above 127, obs-fold lines, bare LFs and
 // invalid bytes parse exactly as net/http parses them.
-func TestReview9HeadDiff(t *testing.T) {
+func TestHeadMatchesReadResponse(t *testing.T) {
 	keys := []string{
 		"Content-Type", "content-type", "CONTENT-TYPE", "Content-type", "Content-Type ",
 		"content-type ", "Set-Cookie", "set-cookie", "X-A", "x-a", "X A", "x a", "A", "a",
 		"Vary", "vary", "ETag", "Etag", "X-\x80", "\x80", "X_Y", "x_y", "Www-Authenticate",
 		"www-authenticate", "-a", "a-", "X--y", "x--Y", "K\t", "Ké",
 	}
-	keys = append(keys, review9CollidingKeys(6)...)
-	for _, k := range review9CollidingKeys(6) {
+	keys = append(keys, collidingKeys(6)...)
+	for _, k := range collidingKeys(6) {
 		keys = append(keys, strings.ToLower(k)) // folds onto a colliding key
 	}
 	values := []string{"", "v", " v ", "\tv\t", "a b", "\x80\xff", "é", "a\x01b", "a\x7fb", "x,y", " "}
@@ -126,7 +126,7 @@ func TestReview9HeadDiff(t *testing.T) {
 		}
 		b.WriteString(eol[rng.IntN(len(eol))])
 		b.WriteString("body")
-		review9Compare(t, []byte(b.String()))
+		compareWithReadResponse(t, []byte(b.String()))
 	}
 	for _, s := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Type: a\r\ncontent-type: b\r\nCONTENT-TYPE: c\r\n\r\n",
@@ -141,14 +141,14 @@ func TestReview9HeadDiff(t *testing.T) {
 		"HTTP/1.1 200 OK\r\nA\x80: b\r\n\r\n",
 		"HTTP/1.1 200 OK\r\n: b\r\n\r\n",
 	} {
-		review9Compare(t, []byte(s))
+		compareWithReadResponse(t, []byte(s))
 	}
 }
 
-// FuzzReview9HeadDiff compares ferry's head parser with http.ReadResponse
+// FuzzHeadMatchesReadResponse compares ferry's head parser with http.ReadResponse
 // on arbitrary header lines after a fixed status line (framing and
 // connection keys left out: ReadResponse edits them).
-func FuzzReview9HeadDiff(f *testing.F) {
+func FuzzHeadMatchesReadResponse(f *testing.F) {
 	for _, s := range []string{
 		"Content-Type: a\r\ncontent-type: b\r\n\r\n",
 		"A: 1\n a: 2\na: 3\n\n",
@@ -168,6 +168,6 @@ func FuzzReview9HeadDiff(f *testing.F) {
 		if findHeadEndByTwoSearches(data) < 0 {
 			return // ferry reads a whole head first: a cut head is io.ErrUnexpectedEOF
 		}
-		review9Compare(t, data)
+		compareWithReadResponse(t, data)
 	})
 }

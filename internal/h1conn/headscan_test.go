@@ -60,7 +60,7 @@ func classifyKeyByBranches(k string) canonicalKeyState {
 	return state
 }
 
-func TestHeadScan9FindHeadEnd(t *testing.T) {
+func TestFindHeadEnd(t *testing.T) {
 	for _, c := range []struct {
 		in   string
 		want int
@@ -91,12 +91,12 @@ func TestHeadScan9FindHeadEnd(t *testing.T) {
 	}
 }
 
-// TestHeadScan9ClassifyKeyExhaustive compares classifyKey with the
+// TestClassifyKeyExhaustive compares classifyKey with the
 // reference on every key of up to three bytes over every byte value that
 // classifies differently (letters of both cases, '-', a space, another
 // token byte, bytes that are not allowed, a byte above 127), and on longer
 // keys built from them.
-func TestHeadScan9ClassifyKeyExhaustive(t *testing.T) {
+func TestClassifyKeyExhaustive(t *testing.T) {
 	alphabet := []byte{'a', 'z', 'A', 'Z', '-', ' ', '0', '!', '~', ':', '\t', 0, 0x7f, 0x80, 0xff, '"', '@'}
 	var check func(prefix []byte, depth int)
 	check = func(prefix []byte, depth int) {
@@ -124,7 +124,7 @@ func TestHeadScan9ClassifyKeyExhaustive(t *testing.T) {
 	}
 }
 
-func FuzzHeadScan9(f *testing.F) {
+func FuzzHeadScan(f *testing.F) {
 	for _, s := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
 		"HTTP/1.1 200 OK\nA: b\n\n",
@@ -144,10 +144,10 @@ func FuzzHeadScan9(f *testing.F) {
 	})
 }
 
-// TestHeadScan9RepeatedKeys: the key filter only decides whether the map
+// TestHeadRepeatedKeys: the key filter only decides whether the map
 // is asked; a repeated key gathers its values in order, and a key that
 // shares a filter bit with an earlier, different key is a key of its own.
-func TestHeadScan9RepeatedKeys(t *testing.T) {
+func TestHeadRepeatedKeys(t *testing.T) {
 	// Two different keys with the same filter bit, found by search so
 	// that the test keeps meaning it if keyFilterBit changes.
 	var a, b string
@@ -180,9 +180,9 @@ func TestHeadScan9RepeatedKeys(t *testing.T) {
 	}
 }
 
-// TestHeadScan9ValidValue: validValue agrees with validValueByte on every
+// TestValidValueTable: validValue agrees with validValueByte on every
 // byte, alone and inside a longer value.
-func TestHeadScan9ValidValue(t *testing.T) {
+func TestValidValueTable(t *testing.T) {
 	for c := 0; c < 256; c++ {
 		for _, v := range []string{string([]byte{byte(c)}), "text/" + string([]byte{byte(c)}) + "plain"} {
 			if got, want := validValue(v), validValueByte(byte(c)); got != want {

@@ -47,7 +47,7 @@ func (pc *Conn) boundInline(o *Outgoing, start int64) {
 	}
 	// A server that answered an earlier request before reading its body
 	// may not have read it yet; those bytes, still queued, take room the
-	// bound counted on (TestInline9Rev60LeftoverSendQueue). One ioctl, on
+	// bound counted on (TestInlineLeftoverSendQueue). One ioctl, on
 	// a connection that has carried a body before.
 	if sentBefore && !pc.inlineQueue.empty() {
 		o.SyncBody = false
@@ -95,7 +95,7 @@ func (pc *Conn) inlineBound() int64 {
 // is not enough: with the peer's receive window at its minimum, one write
 // of half the buffer blocked after 82-95% of it (kernel 6.18, 16-64 KiB
 // buffers; writes of 1 to 100 bytes blocked after a quarter of the
-// reported size or less, review of session 9). ferry's inline writes go
+// reported size or less). ferry's inline writes go
 // through its bufio.Writer, in pieces of the write buffer's size (4 KiB
 // by default) or one larger write, so a quarter of the reported size is
 // taken. An auto-tuned buffer (no SO_SNDBUF set) starts at twice the

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// BenchmarkReqBody8KnownInMemory is the cost of recognising a request
+// BenchmarkKnownInMemory is the cost of recognising a request
 // body known to be in memory (the inline-write decision), per body kind.
-func BenchmarkReqBody8KnownInMemory(b *testing.B) {
+func BenchmarkKnownInMemory(b *testing.B) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	for _, c := range []struct {

@@ -312,7 +312,7 @@ func parseHeaderFieldsInto(s string, hint int, spare []string) (http.Header, int
 		if folded {
 			// Each joined piece is trimmed already; like textproto, only
 			// the blanks after the colon go, so a blank last continuation
-			// leaves its joining space (FuzzReview9HeadDiff).
+			// leaves its joining space (FuzzHeadMatchesReadResponse).
 			v = strings.TrimLeft(v, " \t")
 		} else {
 			v = trimOWS(v)
