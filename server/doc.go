@@ -44,6 +44,17 @@
 //     at most quic.Config.MaxIncomingStreams (100 by default) such streams
 //     per connection. Over HTTP/3, ReadTimeout bounds reading the body, from
 //     the handler's start.
+//   - HTTP/3 address validation: quic-go creates a connection (four
+//     goroutines and its buffers, kept until the handshake timeout) for
+//     every Initial packet from an address it has not validated, so a
+//     flood of spoofed or abandoned Initials costs in proportion. The
+//     wrapper counts half-open handshakes (from the connection's creation
+//     until HTTP/3 accepts it or it closes) and, once QUICRetryThreshold
+//     of them (DefaultQUICRetryThreshold, 64, when zero) are open, answers
+//     new clients without an address token with a QUIC Retry: one extra
+//     round trip for them, no state kept for a spoofed source. A flood
+//     then holds at most about that many connections. QUICRetryAlways
+//     validates every client, QUICRetryNever none (quic-go's default).
 //   - While HTTP/3 is listening, every TCP response carries
 //     `Alt-Svc: h3=":PORT"; ma=N` (set before the handler runs, so a handler
 //     may change or delete it). It is not sent when HTTP/3 is disabled, when

@@ -78,6 +78,11 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	userConnContext := inner.ConnContext
 	connState := inner.ConnState
 	h3.ConnContext = func(ctx context.Context, c *quic.Conn) context.Context {
+		// HTTP/3 takes the connection once its handshake is done: it is no
+		// longer half-open for the Retry policy.
+		if h, ok := ctx.Value(handshakeKey{}).(*halfOpen); ok {
+			h.finish()
+		}
 		activity := conns.add(c)
 		ctx = cancelWithBase(ctx)
 		ctx = context.WithValue(ctx, http.ServerContextKey, inner)
@@ -144,7 +149,8 @@ func (h *h3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cancelWithBase instead, a layer above.
 type baseValues struct {
 	context.Context
-	base context.Context
+	base      context.Context
+	handshake *halfOpen // nil when the Server counts no handshakes
 }
 
 // baseKey is the context key under which baseValues answers with the base
@@ -152,8 +158,14 @@ type baseValues struct {
 type baseKey struct{}
 
 func (c baseValues) Value(key any) any {
-	if key == (baseKey{}) {
+	switch key {
+	case baseKey{}:
 		return c.base
+	case handshakeKey{}:
+		if c.handshake != nil {
+			return c.handshake
+		}
+		return nil
 	}
 	if v := c.Context.Value(key); v != nil {
 		return v
@@ -193,9 +205,17 @@ func (l packetListener) Close() error   { return nil }
 func (l packetListener) Addr() net.Addr { return l.pc.LocalAddr() }
 
 // quicConnContext returns the quic.Transport.ConnContext that makes base's
-// values visible to every connection.
-func quicConnContext(base context.Context) func(context.Context, *quic.ClientInfo) (context.Context, error) {
+// values visible to every connection and, with a gauge, counts the
+// connection as a half-open handshake until HTTP/3 accepts it (see
+// newHTTP3Server) or it closes. ctx is cancelled by quic-go when the
+// connection ends, whatever the cause.
+func quicConnContext(base context.Context, gauge *handshakeGauge) func(context.Context, *quic.ClientInfo) (context.Context, error) {
 	return func(ctx context.Context, _ *quic.ClientInfo) (context.Context, error) {
-		return baseValues{Context: ctx, base: base}, nil
+		c := baseValues{Context: ctx, base: base}
+		if gauge != nil {
+			c.handshake = gauge.start()
+			context.AfterFunc(ctx, c.handshake.finish)
+		}
+		return c, nil
 	}
 }
