@@ -29,8 +29,22 @@ func handshakeTimeout(hs *http.Server) time.Duration {
 	return d
 }
 
+// requestHeaderTimeout is net/http's bound on reading a request's header:
+// ReadHeaderTimeout, or ReadTimeout when that is zero; zero or negative
+// means none.
+func requestHeaderTimeout(hs *http.Server) time.Duration {
+	d := hs.ReadHeaderTimeout
+	if d == 0 {
+		d = hs.ReadTimeout
+	}
+	return max(d, 0)
+}
+
 // quicConfig returns the QUIC configuration: a clone of user (or a fresh
-// one) with the handshake timeout filled in from the HTTP server's limits.
+// one) with the handshake timeout filled in from the HTTP server's limits
+// and, when the server bounds request headers, a Tracer installing a
+// headerWatch on every connection (the user's Tracer still receives every
+// event).
 func quicConfig(user *quic.Config, hs *http.Server) *quic.Config {
 	var cfg *quic.Config
 	if user != nil {
@@ -40,6 +54,9 @@ func quicConfig(user *quic.Config, hs *http.Server) *quic.Config {
 	}
 	if cfg.HandshakeIdleTimeout == 0 {
 		cfg.HandshakeIdleTimeout = handshakeTimeout(hs)
+	}
+	if d := requestHeaderTimeout(hs); d > 0 {
+		cfg.Tracer = headerWatchTracer(d, cfg.Tracer)
 	}
 	return cfg
 }
@@ -82,6 +99,9 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 		// longer half-open for the Retry policy.
 		if h, ok := ctx.Value(handshakeKey{}).(*halfOpen); ok {
 			h.finish()
+		}
+		if w, ok := c.QlogTrace().(*headerWatch); ok {
+			w.attach(c)
 		}
 		activity := conns.add(c)
 		ctx = cancelWithBase(ctx)

@@ -58,7 +58,10 @@ type Server struct {
 	// QUICConfig is the QUIC configuration for HTTP/3; nil means quic-go's
 	// defaults with the handshake timeout taken from the http.Server's
 	// timeouts. It is cloned; the HandshakeIdleTimeout is only filled in
-	// when zero.
+	// when zero. When the http.Server bounds request headers
+	// (ReadHeaderTimeout or ReadTimeout), the clone's Tracer is the
+	// wrapper's, which passes every event on to this Tracer if set (see
+	// the package documentation).
 	QUICConfig *quic.Config
 
 	// QUICRetryThreshold decides when a new HTTP/3 client must prove it
