@@ -261,3 +261,29 @@ func TestQUICRetryBoundsInitialFlood(t *testing.T) {
 		t.Error("control (QUICRetryNever): the legitimate client was sent a Retry")
 	}
 }
+
+// TestQUICRetryHalfOpenCountDrains checks the other way out of the count:
+// handshakes that never complete leave it when they time out, so after a
+// flood the server stops asking legitimate clients for a Retry.
+func TestQUICRetryHalfOpenCountDrains(t *testing.T) {
+	st := startTLS(t, &http.Server{Handler: echoProto}, func(s *Server) {
+		s.QUICConfig = &quic.Config{HandshakeIdleTimeout: 500 * time.Millisecond}
+	})
+	sendInitialFlood(t, st.srv.PacketAddr(), 200)
+	deadline := time.Now().Add(10 * time.Second)
+	for halfOpenHandshakes(st.srv) < DefaultQUICRetryThreshold {
+		if time.Now().After(deadline) {
+			t.Fatalf("half-open count %d after 200 abandoned Initials, want %d", halfOpenHandshakes(st.srv), DefaultQUICRetryThreshold)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for halfOpenHandshakes(st.srv) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("half-open count still %d long after the handshake timeout", halfOpenHandshakes(st.srv))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if getWatchingRetry(t, st) {
+		t.Error("a client was sent a Retry after the flood's handshakes timed out")
+	}
+}
