@@ -19,19 +19,23 @@ func (pc *h1Conn) quiet() bool {
 	if rc == nil {
 		return pc.aliveByDeadline()
 	}
-	quiet := false
-	err := rc.Read(func(fd uintptr) bool {
-		var b [1]byte
-		for {
-			_, rerr := unix.Read(int(fd), b[:])
-			if rerr == unix.EINTR {
-				continue
+	if pc.emptyRead == nil {
+		// Made once per connection: a closure made per call is an
+		// allocation per check.
+		pc.emptyRead = func(fd uintptr) bool {
+			var b [1]byte
+			for {
+				_, rerr := unix.Read(int(fd), b[:])
+				if rerr == unix.EINTR {
+					continue
+				}
+				pc.socketEmpty = rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK
+				return true
 			}
-			quiet = rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK
-			return true
 		}
-	})
-	if !quiet || err != nil {
+	}
+	pc.socketEmpty = false
+	if err := rc.Read(pc.emptyRead); err != nil || !pc.socketEmpty {
 		return false
 	}
 	// The socket was empty: whatever comes from now on came after the

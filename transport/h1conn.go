@@ -76,6 +76,10 @@ type h1Conn struct {
 	idleRC      syscall.RawConn
 	idleRCKnown bool
 	idleTLS     bool
+	// emptyRead is quiet's non-blocking read of idleRC (made on its first
+	// use), which sets socketEmpty when the socket had nothing to read.
+	emptyRead   func(fd uintptr) bool
+	socketEmpty bool
 	// idleHidden: conn hides its socket (found with idleRC), so it is
 	// read by a goroutine while idle (idlewatch.go). watching: that read
 	// runs; set by the goroutine handing pc to the pool, cleared by the
