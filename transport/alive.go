@@ -34,7 +34,9 @@ const leftoverWait = time.Millisecond
 // exactly what is left of it, so bytes behind it stay in the socket); a
 // read that did not fill its buffer emptied the socket, so bytes there now
 // came after the response ended. And inside a TLS layer, which may hold
-// whole records it read with the response's last one.
+// whole records it read with the response's last one. (Part of a record
+// whose rest is still on its way is out of reach: tls.Conn holds it, and
+// the peek fails on the missing rest as on a quiet connection.)
 //
 // The socket is read (one system call, alive_unix.go) and a TLS layer
 // peeked (no system call) before a request that could not be retried, on
@@ -51,7 +53,9 @@ const leftoverWait = time.Millisecond
 // read by a goroutine while idle instead (idlewatch.go), which sees
 // everything that came, through TLS too, unless the connection was taken
 // before that read began; so after a read that filled its buffer it is
-// also read for a moment (quietForAWhile).
+// also read for a moment (quietForAWhile). Under TLS that read is the TLS
+// layer's, which says nothing of the socket below it: records still in
+// that socket may go unseen when the idle read had not reached it.
 func (pc *h1Conn) fitForReuse(req *http.Request, idleFor time.Duration) bool {
 	if pc.watching {
 		return pc.endIdleWatch() && (!pc.readFilled || pc.quietForAWhile())
