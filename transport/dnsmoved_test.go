@@ -170,3 +170,45 @@ func TestDNSNameThatNowResolves(t *testing.T) {
 		t.Fatalf("first request after the failure expired: %v\n  %s", err, strings.Join(hooks, "\n  "))
 	}
 }
+
+// TestDNSMovedNameRefreshHeldHonoursContext: when the refresh a failed
+// stale answer waits for does not answer, the request's context still
+// ends the wait, with the context's error; the refresh goes on and the
+// next request gets the new address.
+func TestDNSMovedNameRefreshHeldHonoursContext(t *testing.T) {
+	srv := startHandlerServer(t, hello, false, nil)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	dns := dnstest.Start(t)
+	const name = "held.dns.test"
+	dns.Set(name, "::1")
+	clock := &dnsTestClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	tr := movedNameTransport(dns, clock)
+	defer tr.CloseIdleConnections()
+	url := "http://" + name + ":" + port + "/"
+	if _, _, err := getWithHooks(t, tr, url); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("request to the old address: %v, want connection refused", err)
+	}
+	dns.Set(name, "127.0.0.1")
+	clock.Advance(3 * time.Second)
+	dns.CloseGate() // the refresh's answer is held until the test ends
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("a response although the new address is not known yet")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("error %v, want the context's deadline", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the request ended after %v, its context after 300ms", took)
+	}
+	// The refresh goes on for the next request, which gets its answer.
+	dns.OpenGate()
+	if hooks, _, err := getWithHooks(t, tr, url); err != nil {
+		t.Errorf("request once the refresh is answered: %v\n  %s", err, strings.Join(hooks, "\n  "))
+	}
+}
