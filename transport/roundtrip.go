@@ -25,6 +25,7 @@ const syncBodyLimit = 64 << 10
 type dialState struct {
 	addrs    []netip.Addr
 	resolved bool
+	stale    bool        // addrs is a stale answer no dial has failed on yet (dialItself)
 	proxy    *proxyRoute // nil: direct
 }
 

@@ -197,7 +197,10 @@ type Transport struct {
 	// writeWaited, when set (tests), is called each time the end of an
 	// HTTP/1.1 response waits for the request body's writer (writeDone).
 	writeWaited func()
-	stats       transportStats // request-path counters behind Stats (stats.go)
+	// dnsClock, when set before first use (tests only), is the DNS cache's
+	// clock. Nil means time.Now.
+	dnsClock func() time.Time
+	stats    transportStats // request-path counters behind Stats (stats.go)
 }
 
 // New returns a Transport with http.DefaultTransport's settings:
@@ -295,7 +298,7 @@ func (t *Transport) init() {
 		})
 		t.initH2()
 		t.dialer = &dialer.Dialer{
-			DNS:       dnscache.New(dnscache.Config{Resolver: t.Resolver, TTL: t.DNSCacheTTL}),
+			DNS:       dnscache.New(dnscache.Config{Resolver: t.Resolver, TTL: t.DNSCacheTTL, Clock: t.dnsClock}),
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
 		}
