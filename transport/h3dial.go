@@ -75,6 +75,11 @@ type h3Client struct {
 	// the Transport's main pool (maxconns9.go); unused without a limit.
 	quic quicSlots
 
+	// dialsNow is the number of QUIC dials running (Dialer.Dial called and
+	// not returned); dialsPeak is its highest value. Tests read them.
+	dialsNow  atomic.Int32
+	dialsPeak atomic.Int32
+
 	mu      sync.Mutex // guards dialer, flights and conns
 	dialer  *h3Dialer
 	flights map[h3Key]*h3Flight
@@ -244,7 +249,11 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 	if f.events != nil {
 		ctx = httptrace.WithClientTrace(ctx, f.events.hooks())
 	}
+	n := h.dialsNow.Add(1)
+	for p := h.dialsPeak.Load(); n > p && !h.dialsPeak.CompareAndSwap(p, n); p = h.dialsPeak.Load() {
+	}
 	c, err := dl.d.Dial(ctx, key.origin.Host(), addr)
+	h.dialsNow.Add(-1)
 	limited := t.MaxConnsPerHost > 0
 	switch {
 	case err == nil:
