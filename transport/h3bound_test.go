@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -357,5 +359,156 @@ func TestH3IdleWithinMaxIdleConnsPerHost(t *testing.T) {
 			}
 			eventually(t, "no idle QUIC connection", func() bool { return cnt.open.Load() == 0 })
 		})
+	}
+}
+
+// resourcePeak samples goroutines and heap until stop, which returns the
+// peaks: the highest runtime.NumGoroutine and the highest HeapAlloc above
+// the heap measured (after a GC) when sampling began; and retained, the
+// heap above that base after a GC at the stop.
+func resourcePeak() (stop func() (goroutines int, heap, retained uint64)) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var g int
+	var heap uint64
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		var ms runtime.MemStats
+		for {
+			g = max(g, runtime.NumGoroutine())
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > base {
+				heap = max(heap, ms.HeapAlloc-base)
+			}
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() (int, uint64, uint64) {
+		close(quit)
+		<-done
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return g, heap, max(ms.HeapAlloc, base) - base
+	}
+}
+
+// TestH3BlackholeOriginsCost measures what N origins cost whose Alt-Svc
+// names an HTTP/3 alternative behind a UDP blackhole: one GET per origin
+// from 8 goroutines, through ferry and through net/http (which ignores
+// Alt-Svc: the same requests over TCP) in the same run, both with
+// MaxIdleConns 100, and through ferry with DisableHTTP3 to tell the cost of
+// HTTP/3 from that of ferry's other caches. It reports peak goroutines,
+// peak and retained heap growth and elapsed time. It fails if ferry peaks
+// at more goroutines than net/http, or if its heap (peak or retained) is
+// more than 8 MB above net/http's: what ferry keeps and net/http does not
+// is bounded whatever N (Alt-Svc and DNS caches, maxConcurrentH3Dials
+// dials). It runs only when FERRY_BLACKHOLE_ORIGINS gives N (100000 is
+// the case it was written for), and never with -short.
+func TestH3BlackholeOriginsCost(t *testing.T) {
+	n := 0
+	fmt.Sscan(os.Getenv("FERRY_BLACKHOLE_ORIGINS"), &n)
+	if testing.Short() || n <= 0 {
+		t.Skip("set FERRY_BLACKHOLE_ORIGINS=N (and no -short) to measure N blackholed origins")
+	}
+	const workers = 8
+	hole := startQUICBlackhole(t)
+	dns := dnstest.Start(t)
+	alt := fmt.Sprintf(`h3=":%d"; ma=3600`, hole.port)
+	url := manyOrigins(t, dns, n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Alt-Svc", alt)
+	}))
+	cert := testWildcardCert(t)
+	var profiles atomic.Int32
+	type cost struct {
+		goroutines     int
+		heap, retained uint64
+		elapsed        time.Duration
+	}
+	run := func(rt http.RoundTripper) (c cost) {
+		stop := resourcePeak()
+		start := time.Now()
+		var wg sync.WaitGroup
+		var next atomic.Int64
+		var failed atomic.Int64
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+					req, _ := http.NewRequest("GET", url(i), nil)
+					resp, err := rt.RoundTrip(req)
+					if err != nil {
+						if failed.Add(1) == 1 {
+							t.Errorf("origin %d: %v", i, err)
+						}
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}()
+		}
+		wg.Wait()
+		c.elapsed = time.Since(start)
+		c.goroutines, c.heap, c.retained = stop()
+		if os.Getenv("FERRY_BLACKHOLE_HEAPPROFILE") != "" {
+			runtime.GC()
+			f, _ := os.Create(fmt.Sprintf("%s.%d", os.Getenv("FERRY_BLACKHOLE_HEAPPROFILE"), profiles.Add(1)))
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+		return c
+	}
+
+	fer := &Transport{Resolver: dns.Resolver(), TLSClientConfig: cert.ClientConfig(), MaxIdleConns: 100}
+	fc := run(fer)
+	dials, peak := hole.dials(), fer.h3.dialsPeak.Load()
+	fer.CloseIdleConnections()
+
+	// ferry without HTTP/3: what its other caches (DNS, TLS sessions, the
+	// pool's key records) cost, to tell them from the QUIC dials.
+	noh3 := &Transport{Resolver: dns.Resolver(), TLSClientConfig: cert.ClientConfig(), MaxIdleConns: 100, DisableHTTP3: true}
+	nc := run(noh3)
+	noh3.CloseIdleConnections()
+
+	std := &http.Transport{
+		DialContext:     (&net.Dialer{Resolver: dns.Resolver()}).DialContext,
+		TLSClientConfig: cert.ClientConfig(),
+		MaxIdleConns:    100,
+	}
+	sc := run(std)
+	std.CloseIdleConnections()
+
+	t.Logf("%d origins, %d workers", n, workers)
+	mb := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	for _, r := range []struct {
+		name string
+		c    cost
+	}{{"ferry", fc}, {"ferry without HTTP/3", nc}, {"net/http", sc}} {
+		t.Logf("%-21s %4d goroutines peak, heap +%5.1f MB peak, +%5.1f MB retained, %v",
+			r.name+":", r.c.goroutines, mb(r.c.heap), mb(r.c.retained), r.c.elapsed.Round(time.Millisecond))
+	}
+	t.Logf("ferry: %d QUIC dials, %d at once at most", dials, peak)
+	if fc.goroutines > sc.goroutines {
+		t.Errorf("ferry peaked at %d goroutines, net/http at %d", fc.goroutines, sc.goroutines)
+	}
+	// ferry keeps what net/http does not, within fixed bounds whatever N:
+	// up to altsvc.DefaultMaxOrigins origins' alternatives, the DNS cache,
+	// maxConcurrentH3Dials QUIC dials. 8 MB covers them.
+	if fc.retained > sc.retained+8<<20 {
+		t.Errorf("ferry retained %.1f MB, net/http %.1f MB", mb(fc.retained), mb(sc.retained))
+	}
+	if fc.heap > sc.heap+8<<20 {
+		t.Errorf("ferry's heap peaked %.1f MB above its start, net/http's %.1f MB", mb(fc.heap), mb(sc.heap))
 	}
 }
