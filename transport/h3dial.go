@@ -26,12 +26,13 @@ import (
 // names a new alternative in every response still gets one dial at a
 // time, the next one only after it ended), so 64 requests arriving
 // together make one handshake. At most maxConcurrentH3Dials flights run
-// at once over all origins; see its comment for what happens beyond. A flight runs on its own
-// goroutine with a context of its own (no request's cancellation; its trace
-// hooks go to the request that started it, see h3trace.go), bounded by the
-// handshake timeout and by the Dialer's Close. When it ends it marks the
-// alternative working (and pools the connection) or broken (exponential
-// backoff in the cache), then wakes its waiters.
+// at once over all origins; see its comment for what happens beyond. A
+// flight runs on its own goroutine with a context of its own (no
+// request's cancellation; its trace hooks go to the request that started
+// it, see h3trace.go), bounded by the handshake timeout and by the
+// Dialer's Close. When it ends it marks the alternative working (and
+// pools the connection) or broken (exponential backoff in the cache), then
+// wakes its waiters.
 //
 // The head start is the flight's, not each request's: it ends at a fixed
 // time after the flight started. A request that joins late waits only for
@@ -323,6 +324,7 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 	c, err := dl.d.Dial(ctx, key.origin.Host(), addr)
 	h.dialsNow.Add(-1)
 	limited := t.MaxConnsPerHost > 0
+	hostConns := 0 // the origin's HTTP/3 connections once c is added
 	switch {
 	case err == nil:
 		t.stats.countAltSvcUpgrade()
@@ -333,14 +335,11 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 		h.mu.Lock()
 		gone := h.pruneConnsLocked()
 		h.addConnLocked(c, h3Conn{key: key, tcp: f.tcpKey})
-		hostConns := h.perTCP[f.tcpKey]
+		hostConns = h.perTCP[f.tcpKey]
 		f.dialed = true
 		h.mu.Unlock()
 		t.quicGone(h, gone)
 		h.pool.AddShared(key, c)
-		// A new connection is idle until its first request: the others
-		// over the idle limits make room for it (h3idle.go).
-		t.trimIdleH3(h, f.tcpKey, hostConns, c)
 	case errors.Is(err, h3conn.ErrDialerClosed):
 		// Abandoned by CloseIdleConnections: says nothing about the network.
 	default:
@@ -366,6 +365,12 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 			// gets it back at once if nobody is on the new connection.
 			t.quicYieldIdle(h, f.slotKey)
 		}
+	}
+	if err == nil {
+		// The new connection is idle until its waiters, woken above, take
+		// it: it is spared, and the others over the idle limits make room
+		// for it (h3idle.go).
+		t.trimIdleH3(h, f.tcpKey, hostConns, c)
 	}
 }
 
