@@ -83,11 +83,15 @@ type Transport struct {
 	DisableCompression bool
 
 	// MaxIdleConns caps idle connections over all hosts; zero means no
-	// limit.
+	// limit. HTTP/3 connections without a request in flight count too:
+	// beyond the cap, idle TCP connections of origins served over HTTP/3
+	// are closed first, then the oldest idle HTTP/3 connections.
 	MaxIdleConns int
 
 	// MaxIdleConnsPerHost caps idle connections per host; zero means
-	// http.DefaultMaxIdleConnsPerHost (2), negative keeps none.
+	// http.DefaultMaxIdleConnsPerHost (2), negative keeps none. An
+	// origin's idle HTTP/3 connections count with its idle TCP ones;
+	// beyond the cap the TCP ones are closed first.
 	MaxIdleConnsPerHost int
 
 	// MaxConnsPerHost limits connections per host (dialing, active and
