@@ -29,8 +29,22 @@ func handshakeTimeout(hs *http.Server) time.Duration {
 	return d
 }
 
+// requestHeaderTimeout is net/http's bound on reading a request's header:
+// ReadHeaderTimeout, or ReadTimeout when that is zero; zero or negative
+// means none.
+func requestHeaderTimeout(hs *http.Server) time.Duration {
+	d := hs.ReadHeaderTimeout
+	if d == 0 {
+		d = hs.ReadTimeout
+	}
+	return max(d, 0)
+}
+
 // quicConfig returns the QUIC configuration: a clone of user (or a fresh
-// one) with the handshake timeout filled in from the HTTP server's limits.
+// one) with the handshake timeout filled in from the HTTP server's limits
+// and, when the server bounds request headers, a Tracer installing a
+// headerWatch on every connection (the user's Tracer still receives every
+// event).
 func quicConfig(user *quic.Config, hs *http.Server) *quic.Config {
 	var cfg *quic.Config
 	if user != nil {
@@ -40,6 +54,9 @@ func quicConfig(user *quic.Config, hs *http.Server) *quic.Config {
 	}
 	if cfg.HandshakeIdleTimeout == 0 {
 		cfg.HandshakeIdleTimeout = handshakeTimeout(hs)
+	}
+	if d := requestHeaderTimeout(hs); d > 0 {
+		cfg.Tracer = headerWatchTracer(d, cfg.Tracer)
 	}
 	return cfg
 }
@@ -78,6 +95,14 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	userConnContext := inner.ConnContext
 	connState := inner.ConnState
 	h3.ConnContext = func(ctx context.Context, c *quic.Conn) context.Context {
+		// HTTP/3 takes the connection once its handshake is done: it is no
+		// longer half-open for the Retry policy.
+		if h, ok := ctx.Value(handshakeKey{}).(*halfOpen); ok {
+			h.finish()
+		}
+		if w, ok := c.QlogTrace().(*headerWatch); ok {
+			w.attach(c)
+		}
 		activity := conns.add(c)
 		ctx = cancelWithBase(ctx)
 		ctx = context.WithValue(ctx, http.ServerContextKey, inner)
@@ -144,7 +169,8 @@ func (h *h3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cancelWithBase instead, a layer above.
 type baseValues struct {
 	context.Context
-	base context.Context
+	base      context.Context
+	handshake *halfOpen // nil when the Server counts no handshakes
 }
 
 // baseKey is the context key under which baseValues answers with the base
@@ -152,8 +178,14 @@ type baseValues struct {
 type baseKey struct{}
 
 func (c baseValues) Value(key any) any {
-	if key == (baseKey{}) {
+	switch key {
+	case baseKey{}:
 		return c.base
+	case handshakeKey{}:
+		if c.handshake != nil {
+			return c.handshake
+		}
+		return nil
 	}
 	if v := c.Context.Value(key); v != nil {
 		return v
@@ -193,9 +225,17 @@ func (l packetListener) Close() error   { return nil }
 func (l packetListener) Addr() net.Addr { return l.pc.LocalAddr() }
 
 // quicConnContext returns the quic.Transport.ConnContext that makes base's
-// values visible to every connection.
-func quicConnContext(base context.Context) func(context.Context, *quic.ClientInfo) (context.Context, error) {
+// values visible to every connection and, with a gauge, counts the
+// connection as a half-open handshake until HTTP/3 accepts it (see
+// newHTTP3Server) or it closes. ctx is cancelled by quic-go when the
+// connection ends, whatever the cause.
+func quicConnContext(base context.Context, gauge *handshakeGauge) func(context.Context, *quic.ClientInfo) (context.Context, error) {
 	return func(ctx context.Context, _ *quic.ClientInfo) (context.Context, error) {
-		return baseValues{Context: ctx, base: base}, nil
+		c := baseValues{Context: ctx, base: base}
+		if gauge != nil {
+			c.handshake = gauge.start()
+			context.AfterFunc(ctx, c.handshake.finish)
+		}
+		return c, nil
 	}
 }

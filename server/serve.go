@@ -47,6 +47,9 @@ func (s *Server) prepare(useTLS, withH3 bool, certFile, keyFile string) (*plan, 
 	if s.AltSvcMaxAge < 0 {
 		return nil, fmt.Errorf("server: negative AltSvcMaxAge %v", s.AltSvcMaxAge)
 	}
+	if err := checkQUICRetryThreshold(s.QUICRetryThreshold); err != nil {
+		return nil, err
+	}
 	p := &plan{inner: copyHTTPServer(s.hs), useTLS: useTLS}
 	handler := p.inner.Handler
 	if handler == nil {
@@ -186,6 +189,7 @@ func (s *Server) adopt(p *plan, tcp net.Listener, udp net.PacketConn) error {
 	}
 	var tr *quic.Transport
 	var qln http3.QUICListener
+	var gauge *handshakeGauge
 	if udp != nil {
 		base := context.Background()
 		if p.inner.BaseContext != nil {
@@ -194,7 +198,13 @@ func (s *Server) adopt(p *plan, tcp net.Listener, udp net.PacketConn) error {
 				panic("server: BaseContext returned a nil context") // as net/http
 			}
 		}
-		tr = &quic.Transport{Conn: udp, ConnContext: quicConnContext(base)}
+		var verify func(net.Addr) bool
+		verify, gauge = verifySourceAddress(s.QUICRetryThreshold)
+		tr = &quic.Transport{
+			Conn:                udp,
+			ConnContext:         quicConnContext(base, gauge),
+			VerifySourceAddress: verify,
+		}
 		var err error
 		if p.quicConf.Allow0RTT {
 			qln, err = tr.ListenEarly(p.quicTLS, p.quicConf)
@@ -222,7 +232,7 @@ func (s *Server) adopt(p *plan, tcp net.Listener, udp net.PacketConn) error {
 	s.state = stateBound
 	s.tcp, s.udp = ln, udp
 	s.inner, s.h3, s.useTLS = p.inner, p.h3, p.useTLS
-	s.transport, s.quicLn = tr, qln
+	s.transport, s.quicLn, s.handshakes = tr, qln, gauge
 	if s.keepAlives != nil {
 		// Applied under mu so that a SetKeepAlivesEnabled racing with this
 		// start cannot be overtaken by an older value. Not blocking: inner

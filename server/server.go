@@ -58,8 +58,27 @@ type Server struct {
 	// QUICConfig is the QUIC configuration for HTTP/3; nil means quic-go's
 	// defaults with the handshake timeout taken from the http.Server's
 	// timeouts. It is cloned; the HandshakeIdleTimeout is only filled in
-	// when zero.
+	// when zero. When the http.Server bounds request headers
+	// (ReadHeaderTimeout or ReadTimeout), the clone's Tracer is the
+	// wrapper's, which passes every event on to this Tracer if set (see
+	// the package documentation).
 	QUICConfig *quic.Config
+
+	// QUICRetryThreshold decides when a new HTTP/3 client must prove it
+	// owns its source address with a QUIC Retry (one extra round trip)
+	// before the server keeps any state for it. Without that proof quic-go
+	// creates a connection (four goroutines, its buffers) for every Initial
+	// packet and keeps it until the handshake timeout, so a flood of
+	// spoofed or abandoned Initials costs memory and goroutines in
+	// proportion. A positive value n sends a Retry to clients without a
+	// token while n or more handshakes are half-open (created and neither
+	// accepted by HTTP/3 nor closed); below that, no round trip is added.
+	// Zero means DefaultQUICRetryThreshold (64). QUICRetryAlways validates
+	// every new connection; QUICRetryNever never does (quic-go's default).
+	// Any other negative value is an error at listen time. A client that
+	// presents a valid address token (a Retry's, or one from an earlier
+	// connection when it keeps a quic.TokenStore) is not asked again.
+	QUICRetryThreshold int
 
 	hs *http.Server // the user's server; read, never written
 
@@ -88,11 +107,12 @@ type Server struct {
 	h3         *http3.Server  // serves HTTP/3; nil without it
 	transport  *quic.Transport
 	quicLn     http3.QUICListener
-	onShutdown []func()      // appended only, so a copy of the slice header is a stable snapshot
-	keepAlives *bool         // last SetKeepAlivesEnabled value, nil if never called
-	serveDone  chan struct{} // closed when Serve's HTTP/3 goroutine ended
-	closed     chan struct{} // closed by Close; made by the first stop
-	closeDone  bool          // closed has been closed
+	handshakes *handshakeGauge // half-open HTTP/3 handshakes; nil when not counted
+	onShutdown []func()        // appended only, so a copy of the slice header is a stable snapshot
+	keepAlives *bool           // last SetKeepAlivesEnabled value, nil if never called
+	serveDone  chan struct{}   // closed when Serve's HTTP/3 goroutine ended
+	closed     chan struct{}   // closed by Close; made by the first stop
+	closeDone  bool            // closed has been closed
 }
 
 type state int

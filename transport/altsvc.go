@@ -28,7 +28,8 @@ func (t *Transport) altSvcCache() *altsvc.Cache {
 // When the header leaves the origin with a usable h3 alternative and no
 // HTTP/3 connection to it exists or is being dialled, the QUIC handshake
 // starts in the background right away, so the next request usually finds
-// HTTP/3 ready instead of paying the head start.
+// HTTP/3 ready instead of paying the head start: one dial per origin at a
+// time, and none when maxConcurrentH3Dials are already running (h3dial.go).
 func (t *Transport) noteAltSvc(key connKey, resp *http.Response) {
 	if key.scheme != "https" || t.DisableHTTP3 || resp == nil {
 		return
@@ -50,7 +51,7 @@ func (t *Transport) noteAltSvc(key connKey, resp *http.Response) {
 		return
 	}
 	if alt, ok := h.cache.Usable(o, "h3"); ok {
-		t.preconnectH3(h, o, alt)
+		t.preconnectH3(h, o, alt, key)
 	}
 }
 

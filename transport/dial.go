@@ -104,13 +104,28 @@ func (t *Transport) dialItself(ctx context.Context, host, portStr string, ds *di
 			ctx, cancel = context.WithTimeout(ctx, t.dialer.Timeout)
 			defer cancel()
 		}
-		addrs, err := t.dialer.Resolve(ctx, host)
+		addrs, stale, err := t.dialer.ResolveStale(ctx, host)
 		if err != nil {
 			return nil, err
 		}
-		ds.addrs, ds.resolved = addrs, true
+		ds.addrs, ds.resolved, ds.stale = addrs, true, stale
 	}
-	return t.dialer.DialAddrs(ctx, ds.addrs, uint16(port))
+	c, err := t.dialer.DialAddrs(ctx, ds.addrs, uint16(port))
+	if err == nil || !ds.stale || ctx.Err() != nil {
+		return c, err
+	}
+	// None of a stale answer's addresses took the connection: the name may
+	// have moved, and the refresh that answer started (or one more lookup)
+	// says where. Its new addresses are dialled before the request fails;
+	// an answer that did not change fails with the first dial's error. Once
+	// per request: the answer kept for retries is no longer stale.
+	ds.stale = false
+	answer, untried := t.dialer.Reresolve(ctx, host, ds.addrs)
+	if len(untried) == 0 {
+		return nil, err
+	}
+	ds.addrs = answer
+	return t.dialer.DialAddrs(ctx, untried, uint16(port))
 }
 
 func trimBrackets(h string) string {

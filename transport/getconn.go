@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"time"
 
 	"github.com/ferryhttp/ferry/internal/h1conn"
+	"github.com/ferryhttp/ferry/internal/h2conn"
 	"github.com/ferryhttp/ferry/internal/idlepool"
 )
 
@@ -175,7 +177,7 @@ func (t *Transport) dialHeld(w *connWait, key connKey, ds *dialState) (pc *h1Con
 			t.releaseTCPSlot(key)
 		}
 	}()
-	pc, sc, again, err = t.dialAny(w.ctx, key, ds)
+	pc, sc, again, err = t.dialAny(w, key, ds)
 	returned = true
 	return pc, sc, again, err
 }
@@ -214,6 +216,11 @@ func (s *slotWait) Done() <-chan struct{} {
 		s.w = s.t.armConnWait(s.Context, s.req)
 	}
 	s.t.quicYieldSlot(s.key)
+	if !s.key.h1Only && s.w.settingsTimer == nil && s.t.ResponseHeaderTimeout > 0 && s.t.settingsPending(s.key) {
+		// The connection this request would take a stream of refuses
+		// it only until the server's SETTINGS are known.
+		s.w.startSettingsWait()
+	}
 	return s.w.ctx.Done()
 }
 
@@ -257,6 +264,10 @@ type connWait struct {
 	stopCtx    func() bool   // stops the context.AfterFunc, nil if none
 	legacyDone chan struct{} // closed by end to stop the Request.Cancel watcher
 	entry      cancelEntry   // req and cancel, for CancelRequest
+	// settingsTimer is ResponseHeaderTimeout's timer over the request's
+	// waits for a server's SETTINGS (startSettingsWait); nil until one.
+	// Only the request's goroutine touches the field.
+	settingsTimer *time.Timer
 
 	// mu guards ended and orders it with stop: no signal cancels ctx once
 	// end has run.
@@ -289,6 +300,22 @@ func (t *Transport) armConnWait(ctx context.Context, req *http.Request) *connWai
 	return w
 }
 
+// startSettingsWait starts, once per connWait, the request's
+// ResponseHeaderTimeout over its waits for an HTTP/2 server's SETTINGS:
+// waits net/http does not make, since it sends a request on a new
+// connection at once and starts that timeout once it is written. When it
+// passes, w.ctx is cancelled with h2conn.ErrResponseHeaderTimeout, the
+// error net/http's HTTP/2 client gives then (Timeout() true). It runs on
+// to end: a request that waits for SETTINGS more than once is bounded from
+// its first such wait on.
+func (w *connWait) startSettingsWait() {
+	if w == nil || w.settingsTimer != nil || w.t.ResponseHeaderTimeout <= 0 {
+		return
+	}
+	d := w.t.ResponseHeaderTimeout
+	w.settingsTimer = time.AfterFunc(d, func() { w.cancel(h2conn.ErrResponseHeaderTimeout) })
+}
+
 // cancel cancels w.ctx with cause, unless end has run.
 func (w *connWait) cancel(cause error) {
 	w.mu.Lock()
@@ -316,6 +343,9 @@ func (w *connWait) end() error {
 	}
 	if w.legacyDone != nil {
 		close(w.legacyDone)
+	}
+	if w.settingsTimer != nil {
+		w.settingsTimer.Stop()
 	}
 	w.t.cancels.unregister(&w.entry)
 	if cause == nil {

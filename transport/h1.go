@@ -67,6 +67,7 @@ func (pc *h1Conn) PutIdle() error {
 	if !kept {
 		return errTooManyIdle // the pool closed it
 	}
+	t.h3AfterTCPIdle() // idle HTTP/3 connections count against MaxIdleConns too
 	// CloseIdleConnections sets closeIdle before it sweeps the pool: if it
 	// is still clear here, that sweep comes after this Put and finds the
 	// connection. If it is set now, the sweep may have run before the Put

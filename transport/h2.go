@@ -148,9 +148,12 @@ func (t *Transport) initH2() {
 // from the pool, one stream reserved for the caller (sharedBeforeDial
 // found it), or without one when the caller should look in the pool once
 // more (a concurrent dial produced a shared connection, or the caller was
-// cancelled while waiting for a connection's SETTINGS). On error the
+// cancelled while waiting for a connection's SETTINGS). It waits under
+// w.ctx; waits for a server's SETTINGS (its own as the leader, or a
+// leader's it follows) start w's ResponseHeaderTimeout too. On error the
 // caller releases the slot.
-func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h1Conn, sharedConn, bool, error) {
+func (t *Transport) dialAny(w *connWait, key connKey, ds *dialState) (*h1Conn, sharedConn, bool, error) {
+	ctx := w.ctx
 	if key.h1Only {
 		pc, err := t.dialConn(ctx, key, ds)
 		return pc, nil, false, err
@@ -161,10 +164,19 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 		f, leader = t.h2.flights.join(key)
 	}
 	if f != nil && !leader {
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, nil, false, context.Cause(ctx)
+		awaiting := f.awaiting
+		for waiting := true; waiting; {
+			select {
+			case <-f.done:
+				waiting = false
+			case <-awaiting:
+				// The leader waits for a server's SETTINGS, and so,
+				// through it, does this request.
+				w.startSettingsWait()
+				awaiting = nil
+			case <-ctx.Done():
+				return nil, nil, false, context.Cause(ctx)
+			}
 		}
 		if f.shared {
 			t.releaseTCPSlot(key)
@@ -181,7 +193,7 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 		}
 	}()
 	if leader {
-		sc, err := t.sharedBeforeDial(ctx, key)
+		sc, err := t.sharedBeforeDial(w, f, key)
 		if sc != nil || err != nil {
 			// The stream, if any, is the caller's: given back and taken
 			// again, x/net could count it a moment longer and a
@@ -244,9 +256,11 @@ func (t *Transport) dialAny(ctx context.Context, key connKey, ds *dialState) (*h
 // of a new connection wait for its SETTINGS without a limit, and looks
 // again. Either way it does not dial a connection net/http would not have
 // dialled. It returns a shared connection with a stream reserved, nil if
-// there is none to be had, or ctx's error if it ended during a wait. Only
+// there is none to be had, or w.ctx's error if it ended during a wait
+// (also when the request's ResponseHeaderTimeout passed: the wait for
+// SETTINGS is bounded by it, startSettingsWait). Only
 // dials pay for it (the registry's snapshot, with MaxConnsPerHost).
-func (t *Transport) sharedBeforeDial(ctx context.Context, key connKey) (sharedConn, error) {
+func (t *Transport) sharedBeforeDial(w *connWait, f *dialFlight, key connKey) (sharedConn, error) {
 	if s, ok := t.pool.GetShared(key); ok {
 		return s.(sharedConn), nil
 	}
@@ -261,7 +275,13 @@ func (t *Transport) sharedBeforeDial(ctx context.Context, key connKey) (sharedCo
 		if t.h2.beforeSettingsWait != nil {
 			t.h2.beforeSettingsWait()
 		}
-		if _, err := c.AwaitPeerSettings(ctx); err != nil {
+		if c.PeerSettingsPending() {
+			// Waits net/http does not make: bounded by the
+			// request's ResponseHeaderTimeout, its followers' too.
+			w.startSettingsWait()
+			f.startAwaiting()
+		}
+		if _, err := c.AwaitPeerSettings(w.ctx); err != nil {
 			return nil, err
 		}
 		// Look again whether or not there was anything to wait for: the
@@ -438,6 +458,19 @@ func sharedRetryWait(n int, unit time.Duration, jitter float64) time.Duration {
 	units := float64(int64(1) << (n - 2))
 	units += units * 0.1 * jitter
 	return unit * time.Duration(units)
+}
+
+// settingsPending reports whether a live HTTP/2 connection of key refuses
+// a second stream only until the server's SETTINGS are known (only with
+// MaxConnsPerHost, which installs the OnStreamFree hook). Called when a
+// request is about to wait in the pool, never on a pool hit.
+func (t *Transport) settingsPending(key connKey) bool {
+	for _, e := range t.h2.live.snapshot() {
+		if c, ok := e.c.(*h2Shared); ok && e.key == key && c.PeerSettingsPending() {
+			return true
+		}
+	}
+	return false
 }
 
 // closeIdleShared closes the shared connections with no stream in use and

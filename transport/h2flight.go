@@ -29,10 +29,23 @@ const (
 )
 
 // dialFlight is one dial in flight; done is closed when it ends, after
-// shared is set.
+// shared is set. awaiting is closed (startAwaiting, by the leader) when
+// the leader starts waiting for a server's SETTINGS: the followers then
+// wait for them too, and bound that by their ResponseHeaderTimeout.
 type dialFlight struct {
-	done   chan struct{}
-	shared bool // it produced a shared connection
+	done     chan struct{}
+	awaiting chan struct{}
+	shared   bool // it produced a shared connection
+	// awaitingClosed: awaiting was closed. Only the leader touches it.
+	awaitingClosed bool
+}
+
+// startAwaiting closes f.awaiting once; only f's leader calls it.
+func (f *dialFlight) startAwaiting() {
+	if !f.awaitingClosed {
+		f.awaitingClosed = true
+		close(f.awaiting)
+	}
 }
 
 type flightEntry struct {
@@ -80,7 +93,7 @@ func (ft *flightTable) join(key connKey) (f *dialFlight, leader bool) {
 	case e.spokeH1:
 		return nil, false
 	}
-	e.inflight = &dialFlight{done: make(chan struct{})}
+	e.inflight = &dialFlight{done: make(chan struct{}), awaiting: make(chan struct{})}
 	return e.inflight, true
 }
 

@@ -23,13 +23,16 @@ import (
 //
 //   - a pooled HTTP/3 connection to that alternative with a free stream is
 //     used at once;
-//   - otherwise the request joins (or starts) the QUIC dial to it. If a TCP
-//     connection to the origin is at hand (an idle HTTP/1.1 one or an HTTP/2
-//     one with a free stream), the request takes it at once and the dial
-//     goes on in the background; if not, the request waits
-//     for the dial until the head start ends (h3conn.DefaultHeadStart after
-//     the dial began), then dials TCP. A dial that fails marks the
-//     alternative broken and wakes its waiters, who use TCP.
+//   - otherwise the request joins the origin's QUIC dial in progress
+//     (whatever alternative it goes to), or starts one to it, unless
+//     maxConcurrentH3Dials are running: then it goes over TCP at once,
+//     without waiting (h3dial.go). If a TCP connection to the origin is at
+//     hand (an idle HTTP/1.1 one or an HTTP/2 one with a free stream), the
+//     request takes it at once and the dial goes on in the background; if
+//     not, the request waits for the dial until the head start ends
+//     (h3conn.DefaultHeadStart after the dial began), then dials TCP. A
+//     dial that fails marks the alternative broken and wakes its waiters,
+//     who use TCP.
 //
 // Retries: a request the HTTP/3 connection did not send at all (GOAWAY, the
 // connection went away before the headers left) goes over TCP unchanged,
@@ -133,7 +136,9 @@ func (t *Transport) h3ConnOnce(req *http.Request, o *h1conn.Outgoing, h *h3Clien
 	if f.err != nil {
 		return nil, nil
 	}
-	if s, ok := h.pool.GetShared(hk); ok {
+	// f.key, not hk: the origin's flight may have gone to another of its
+	// alternatives than the one this request looked up.
+	if s, ok := h.pool.GetShared(f.key); ok {
 		return s.(*h3conn.Conn), nil
 	}
 	return nil, nil

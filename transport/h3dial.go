@@ -19,14 +19,20 @@ import (
 
 // HTTP/3 connections: where they come from and where they go.
 //
-// One QUIC dial at a time per (origin, alternative): a "flight". Whoever
-// finds no pooled connection starts one, or joins the one in progress, so
-// 64 requests arriving together make one handshake. A flight runs on its own
-// goroutine with a context of its own (no request's cancellation; its trace
-// hooks go to the request that started it, see h3trace.go), bounded by the
-// handshake timeout and by the Dialer's Close. When it ends it marks the
-// alternative working (and pools the connection) or broken (exponential
-// backoff in the cache), then wakes its waiters.
+// One QUIC dial at a time per origin: a "flight", to the origin's first
+// usable alternative. Whoever finds no pooled connection starts one, or
+// joins the one in progress (even when it goes to another alternative of
+// the origin than the one the request looked up: an origin whose Alt-Svc
+// names a new alternative in every response still gets one dial at a
+// time, the next one only after it ended), so 64 requests arriving
+// together make one handshake. At most maxConcurrentH3Dials flights run
+// at once over all origins; see its comment for what happens beyond. A
+// flight runs on its own goroutine with a context of its own (no
+// request's cancellation; its trace hooks go to the request that started
+// it, see h3trace.go), bounded by the handshake timeout and by the
+// Dialer's Close. When it ends it marks the alternative working (and
+// pools the connection) or broken (exponential backoff in the cache), then
+// wakes its waiters.
 //
 // The head start is the flight's, not each request's: it ends at a fixed
 // time after the flight started. A request that joins late waits only for
@@ -40,6 +46,19 @@ import (
 // marking anything broken); the next flight opens a new one. Meanwhile the
 // Dialer itself releases the socket whenever its last connection closed
 // (idle expiry, peer close) and no dial runs.
+
+// maxConcurrentH3Dials caps the QUIC dials a Transport runs at once, over
+// all origins, as browsers bound their background work. Every dial may
+// outlive the request that started it (it goes on in the background when
+// the request takes TCP, see h3.go), so the cap covers them all. Beyond
+// it nothing is queued: the response whose Alt-Svc would have started a
+// dial starts none, and a request that would have started one goes over
+// TCP at once, without waiting for QUIC; a later request or response of
+// that origin starts the dial once fewer run. So an application talking to
+// many origins whose alternatives do not answer (UDP dropped) holds at
+// most this many handshakes, their goroutines and buffers, whatever the
+// number of origins.
+const maxConcurrentH3Dials = 8
 
 // h3Key names the HTTP/3 connections of one origin to one alternative.
 type h3Key struct {
@@ -75,10 +94,47 @@ type h3Client struct {
 	// the Transport's main pool (maxconns.go); unused without a limit.
 	quic quicSlots
 
-	mu      sync.Mutex // guards dialer, flights and conns
+	// dialsNow is the number of QUIC dials running (Dialer.Dial called and
+	// not returned); dialsPeak is its highest value. Tests read them.
+	dialsNow  atomic.Int32
+	dialsPeak atomic.Int32
+	// live mirrors len(conns), so that an HTTP/1.1 connection going idle
+	// learns without h.mu whether idle HTTP/3 ones may need closing
+	// (h3idle.go).
+	live atomic.Int32
+
+	mu      sync.Mutex // guards dialer, flights, conns and perTCP
 	dialer  *h3Dialer
-	flights map[h3Key]*h3Flight
-	conns   map[*h3conn.Conn]h3Key // every connection made, until closed
+	flights map[altsvc.Origin]*h3Flight // the dial in progress per origin
+	conns   map[*h3conn.Conn]h3Conn     // every connection made, until closed
+	perTCP  map[connKey]int             // conns counted by TCP key of their origin
+}
+
+// addConnLocked records c; h.mu is held.
+func (h *h3Client) addConnLocked(c *h3conn.Conn, e h3Conn) {
+	h.conns[c] = e
+	h.perTCP[e.tcp]++
+	h.live.Store(int32(len(h.conns)))
+}
+
+// dropConnLocked forgets c; h.mu is held.
+func (h *h3Client) dropConnLocked(c *h3conn.Conn) {
+	e, ok := h.conns[c]
+	if !ok {
+		return
+	}
+	delete(h.conns, c)
+	if h.perTCP[e.tcp]--; h.perTCP[e.tcp] <= 0 {
+		delete(h.perTCP, e.tcp)
+	}
+	h.live.Store(int32(len(h.conns)))
+}
+
+// h3Conn is what h3Client.conns knows of a connection: its HTTP/3 pool key
+// and its origin's TCP key (the key its idle TCP connections are under).
+type h3Conn struct {
+	key h3Key
+	tcp connKey
 }
 
 // h3Dialer is one h3conn.Dialer and the flights using it.
@@ -89,6 +145,8 @@ type h3Dialer struct {
 
 // h3Flight is one QUIC dial that requests may wait for.
 type h3Flight struct {
+	key      h3Key         // the origin and the alternative dialled
+	tcpKey   connKey       // the origin's TCP key (h3idle.go)
 	done     chan struct{} // closed when the dial ended and err is set
 	deadline time.Time     // end of the head start
 	err      error
@@ -118,8 +176,9 @@ func (t *Transport) h3init() *h3Client {
 			IdleTimeout: t.IdleConnTimeout,
 		})
 		h.sessionCache = tls.NewLRUClientSessionCache(0)
-		h.flights = make(map[h3Key]*h3Flight)
-		h.conns = make(map[*h3conn.Conn]h3Key)
+		h.flights = make(map[altsvc.Origin]*h3Flight)
+		h.conns = make(map[*h3conn.Conn]h3Conn)
+		h.perTCP = make(map[connKey]int)
 	})
 	return h
 }
@@ -142,10 +201,12 @@ func (h *h3Client) headStartDuration() time.Duration {
 }
 
 // preconnectH3 starts a flight to alt unless o already has a connection to
-// it or one is being dialled. With MaxConnsPerHost it does nothing: the
-// dial would need a slot under the origin's TCP key, which only a request
-// knows exactly (the next request starts the dial, see quicSlots).
-func (t *Transport) preconnectH3(h *h3Client, o altsvc.Origin, alt altsvc.Alternative) {
+// it, a dial is in progress for o, or maxConcurrentH3Dials are running;
+// tcpKey is the TCP key of the response that advertised alt. With
+// MaxConnsPerHost it does nothing: the dial would need a slot under the
+// origin's TCP key, which only a request knows exactly (the next request
+// starts the dial, see quicSlots).
+func (t *Transport) preconnectH3(h *h3Client, o altsvc.Origin, alt altsvc.Alternative, tcpKey connKey) {
 	if t.MaxConnsPerHost > 0 {
 		return
 	}
@@ -153,19 +214,25 @@ func (t *Transport) preconnectH3(h *h3Client, o altsvc.Origin, alt altsvc.Altern
 	if h.pool.ConnsLen(key) > 0 {
 		return
 	}
-	t.joinH3Flight(h, key, alt, nil, connKey{})
+	t.joinH3Flight(h, key, alt, nil, tcpKey)
 }
 
-// joinH3Flight returns the flight for key, starting one if none is in
-// progress; started reports that this call started it, with ev (may be
-// nil) receiving the dial's trace hooks. With MaxConnsPerHost a new
-// flight first takes a slot of tcpKey, the request's TCP key, in the main
-// pool (takeQUICSlot); it returns nil when it cannot.
+// joinH3Flight returns the flight of key's origin, whatever alternative it
+// dials, starting one to key if none is in progress; started reports that
+// this call started it, with ev (may be nil) receiving the dial's trace
+// hooks. It returns nil when maxConcurrentH3Dials flights are running.
+// With MaxConnsPerHost a new flight first takes a slot of tcpKey, the
+// request's TCP key, in the main pool (takeQUICSlot); it returns nil when
+// it cannot.
 func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative, ev *h3DialEvents, tcpKey connKey) (f *h3Flight, started bool) {
 	h.mu.Lock()
-	if f := h.flights[key]; f != nil {
+	if f := h.flights[key.origin]; f != nil {
 		h.mu.Unlock()
 		return f, false
+	}
+	if len(h.flights) >= maxConcurrentH3Dials {
+		h.mu.Unlock()
+		return nil, false
 	}
 	limited := t.MaxConnsPerHost > 0
 	if limited {
@@ -175,21 +242,26 @@ func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative,
 			return nil, false
 		}
 		h.mu.Lock()
-		if f := h.flights[key]; f != nil {
+		if f := h.flights[key.origin]; f != nil {
 			h.mu.Unlock() // another request started one meanwhile
 			t.releaseQUICSlot(h, tcpKey)
 			return f, false
+		}
+		if len(h.flights) >= maxConcurrentH3Dials {
+			h.mu.Unlock()
+			t.releaseQUICSlot(h, tcpKey)
+			return nil, false
 		}
 	}
 	if h.dialer == nil {
 		h.dialer = &h3Dialer{d: h3conn.NewDialer(t.h3DialerConfig(h))}
 	}
 	dl := h.dialer
-	f = &h3Flight{done: make(chan struct{}), deadline: time.Now().Add(h.headStartDuration()), events: ev}
+	f = &h3Flight{key: key, tcpKey: tcpKey, done: make(chan struct{}), deadline: time.Now().Add(h.headStartDuration()), events: ev}
 	if limited {
 		f.slotKey = tcpKey
 	}
-	h.flights[key] = f
+	h.flights[key.origin] = f
 	dl.flights.Add(1)
 	h.mu.Unlock()
 	go t.runH3Flight(h, dl, key, alt, f)
@@ -212,6 +284,7 @@ func (t *Transport) h3DialerConfig(h *h3Client) h3conn.Config {
 			return t.dialer.Resolve(ctx, host)
 		},
 		OnPathDead: func(c *h3conn.Conn) { t.h3PathDead(h, c) },
+		OnIdle:     func(c *h3conn.Conn) { t.h3WentIdle(h, c) },
 	}
 }
 
@@ -225,11 +298,12 @@ func (t *Transport) h3DialerConfig(h *h3Client) h3conn.Config {
 // (pruneConnsLocked, quicReclaim) once its last request is over.
 func (t *Transport) h3PathDead(h *h3Client, c *h3conn.Conn) {
 	h.mu.Lock()
-	key, ok := h.conns[c]
+	e, ok := h.conns[c]
 	h.mu.Unlock()
 	if !ok {
 		return
 	}
+	key := e.key
 	h.pool.RemoveShared(key, c)
 	t.stats.countBroken()
 	h.cache.MarkBroken(key.origin, altsvc.Alternative{Protocol: "h3", Host: key.altHost, Port: key.altPort})
@@ -244,8 +318,13 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 	if f.events != nil {
 		ctx = httptrace.WithClientTrace(ctx, f.events.hooks())
 	}
+	n := h.dialsNow.Add(1)
+	for p := h.dialsPeak.Load(); n > p && !h.dialsPeak.CompareAndSwap(p, n); p = h.dialsPeak.Load() {
+	}
 	c, err := dl.d.Dial(ctx, key.origin.Host(), addr)
+	h.dialsNow.Add(-1)
 	limited := t.MaxConnsPerHost > 0
+	hostConns := 0 // the origin's HTTP/3 connections once c is added
 	switch {
 	case err == nil:
 		t.stats.countAltSvcUpgrade()
@@ -255,7 +334,8 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 		}
 		h.mu.Lock()
 		gone := h.pruneConnsLocked()
-		h.conns[c] = key
+		h.addConnLocked(c, h3Conn{key: key, tcp: f.tcpKey})
+		hostConns = h.perTCP[f.tcpKey]
 		f.dialed = true
 		h.mu.Unlock()
 		t.quicGone(h, gone)
@@ -267,8 +347,8 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 		h.cache.MarkBroken(key.origin, alt)
 	}
 	h.mu.Lock()
-	if h.flights[key] == f {
-		delete(h.flights, key)
+	if h.flights[key.origin] == f {
+		delete(h.flights, key.origin)
 	}
 	f.err = err
 	h.mu.Unlock()
@@ -286,16 +366,22 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 			t.quicYieldIdle(h, f.slotKey)
 		}
 	}
+	if err == nil {
+		// The new connection is idle until its waiters, woken above, take
+		// it: it is spared, and the others over the idle limits make room
+		// for it (h3idle.go).
+		t.trimIdleH3(h, f.tcpKey, hostConns, c)
+	}
 }
 
 // pruneConnsLocked forgets connections that ended on their own (idle
 // expiry, peer close) so the set stays the size of what is alive, and
 // returns them for quicGone (after h.mu is released).
 func (h *h3Client) pruneConnsLocked() (gone []*h3conn.Conn) {
-	for c, k := range h.conns {
+	for c, e := range h.conns {
 		if _, idle := c.IdleSince(); !c.Usable() && idle {
-			delete(h.conns, c)
-			h.pool.RemoveShared(k, c)
+			h.dropConnLocked(c)
+			h.pool.RemoveShared(e.key, c)
 			gone = append(gone, c)
 		}
 	}
@@ -313,8 +399,8 @@ func (t *Transport) closeIdleH3() {
 		key h3Key
 	}
 	list := make([]entry, 0, len(h.conns))
-	for c, k := range h.conns {
-		list = append(list, entry{c, k})
+	for c, e := range h.conns {
+		list = append(list, entry{c, e.key})
 	}
 	h.mu.Unlock()
 	var gone []*h3conn.Conn
@@ -327,7 +413,7 @@ func (t *Transport) closeIdleH3() {
 	}
 	h.mu.Lock()
 	for _, c := range gone {
-		delete(h.conns, c)
+		h.dropConnLocked(c)
 	}
 	var dl *h3Dialer
 	if len(h.conns) == 0 {

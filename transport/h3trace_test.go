@@ -219,7 +219,7 @@ func TestH3TraceSequences(t *testing.T) {
 				if !ok {
 					t.Fatal("no usable alternative")
 				}
-				tr.preconnectH3(tr.h3init(), o, alt)
+				tr.preconnectH3(tr.h3init(), o, alt, connKeyOf(t, tr, u))
 				return setup{tr: tr, u: u}
 			},
 			want: seq("GetConn", "GotConn udp", exchangeHooks),

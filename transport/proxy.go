@@ -253,7 +253,7 @@ func (t *Transport) dialProxyHop(ctx context.Context, key connKey, ds *dialState
 	// itself would move every request's dialState to the heap, pooled hits
 	// included.
 	hop := *ds
-	defer func() { ds.addrs, ds.resolved = hop.addrs, hop.resolved }()
+	defer func() { ds.addrs, ds.resolved, ds.stale = hop.addrs, hop.resolved, hop.stale }()
 	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		var err error

@@ -15,6 +15,7 @@ import (
 type dialState struct {
 	addrs    []netip.Addr
 	resolved bool
+	stale    bool        // addrs is a stale answer no dial has failed on yet (dialItself)
 	proxy    *proxyRoute // nil: direct
 }
 

@@ -84,11 +84,15 @@ type Transport struct {
 	DisableCompression bool
 
 	// MaxIdleConns caps idle connections over all hosts; zero means no
-	// limit.
+	// limit. HTTP/3 connections without a request in flight count too:
+	// beyond the cap, idle TCP connections of origins served over HTTP/3
+	// are closed first, then the oldest idle HTTP/3 connections.
 	MaxIdleConns int
 
 	// MaxIdleConnsPerHost caps idle connections per host; zero means
-	// http.DefaultMaxIdleConnsPerHost (2), negative keeps none.
+	// http.DefaultMaxIdleConnsPerHost (2), negative keeps none. An
+	// origin's idle HTTP/3 connections count with its idle TCP ones;
+	// beyond the cap the TCP ones are closed first.
 	MaxIdleConnsPerHost int
 
 	// MaxConnsPerHost limits connections per host (dialing, active and
@@ -197,8 +201,11 @@ type Transport struct {
 	// writeWaited, when set (tests), is called each time the end of an
 	// HTTP/1.1 response waits for the request body's writer (writeDone).
 	writeWaited func()
-	stats       transportStats // request-path counters behind Stats (stats.go)
-	h1cfg       h1conn.Config  // what HTTP/1.1 connections read of the settings (h1Config)
+	// dnsClock, when set before first use (tests only), is the DNS cache's
+	// clock. Nil means time.Now.
+	dnsClock func() time.Time
+	stats    transportStats // request-path counters behind Stats (stats.go)
+	h1cfg    h1conn.Config  // what HTTP/1.1 connections read of the settings (h1Config)
 }
 
 // New returns a Transport with http.DefaultTransport's settings:
@@ -297,7 +304,7 @@ func (t *Transport) init() {
 		t.h1Config()
 		t.initH2()
 		t.dialer = &dialer.Dialer{
-			DNS:       dnscache.New(dnscache.Config{Resolver: t.Resolver, TTL: t.DNSCacheTTL}),
+			DNS:       dnscache.New(dnscache.Config{Resolver: t.Resolver, TTL: t.DNSCacheTTL, Clock: t.dnsClock}),
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -72,13 +73,20 @@ type Conn struct {
 // ("dial tcp: lookup host: ...") wrapping the *net.DNSError, as net/http
 // reports it.
 func (d *Dialer) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	addrs, _, err := d.ResolveStale(ctx, host)
+	return addrs, err
+}
+
+// ResolveStale is Resolve that also reports whether the answer is a stale
+// one from d.DNS (past its TTL, served while a refresh runs): a dial that
+// reaches none of its addresses should ask Reresolve for the name's new
+// ones before it fails.
+func (d *Dialer) ResolveStale(ctx context.Context, host string) (addrs []netip.Addr, stale bool, err error) {
 	if ip, ok := dnscache.ParseIPLiteral(host); ok {
-		return []netip.Addr{ip}, nil
+		return []netip.Addr{ip}, false, nil
 	}
-	var addrs []netip.Addr
-	var err error
 	if d.DNS != nil {
-		addrs, err = d.DNS.LookupNetIP(ctx, host)
+		addrs, stale, err = d.DNS.LookupNetIPStale(ctx, host)
 	} else {
 		// net's resolver fires the caller's httptrace DNS hooks itself.
 		addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
@@ -90,13 +98,38 @@ func (d *Dialer) Resolve(ctx context.Context, host string) ([]netip.Addr, error)
 		}
 	}
 	if err != nil {
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
+		return nil, false, &net.OpError{Op: "dial", Net: "tcp", Err: err}
 	}
-	return addrs, nil
+	return addrs, stale, nil
+}
+
+// Reresolve is for a dial that reached none of failed, a stale answer for
+// host (ResolveStale): it asks d.DNS for host's answer now, waiting for
+// the refresh the stale answer started or looking up once more
+// (dnscache.Cache.Reresolve, which fires the DNS trace hooks), within ctx.
+// It returns that answer and, in untried, its addresses that are not in
+// failed, the ones worth a dial; untried is empty when the answer did not
+// change or the lookup failed (the caller then reports its dial error).
+func (d *Dialer) Reresolve(ctx context.Context, host string, failed []netip.Addr) (answer, untried []netip.Addr) {
+	if d.DNS == nil {
+		return nil, nil
+	}
+	answer, err := d.DNS.Reresolve(ctx, host)
+	if err != nil {
+		return nil, nil
+	}
+	for _, a := range answer {
+		if !slices.Contains(failed, a) {
+			untried = append(untried, a)
+		}
+	}
+	return answer, untried
 }
 
 // Dial resolves hostport's host and races its addresses (Resolve then
-// DialAddrs); Timeout covers both. The port must be numeric or a service
+// DialAddrs); Timeout covers both. When the answer was stale and none of
+// its addresses connects, the name's current addresses (Reresolve) that
+// were not tried are dialled before Dial fails. The port must be numeric or a service
 // name known to the system.
 func (d *Dialer) Dial(ctx context.Context, hostport string) (*Conn, error) {
 	host, portStr, err := net.SplitHostPort(hostport)
@@ -112,11 +145,20 @@ func (d *Dialer) Dial(ctx context.Context, hostport string) (*Conn, error) {
 	if err != nil {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: err}
 	}
-	addrs, err := d.Resolve(ctx, host)
+	addrs, stale, err := d.ResolveStale(ctx, host)
 	if err != nil {
 		return nil, err
 	}
-	return d.dialAddrs(ctx, addrs, port)
+	c, err := d.dialAddrs(ctx, addrs, port)
+	if err == nil || !stale || ctx.Err() != nil {
+		return c, err
+	}
+	// None of a stale answer's addresses took the connection: the name may
+	// have moved; its new addresses, if any, are dialled before failing.
+	if _, untried := d.Reresolve(ctx, host, addrs); len(untried) > 0 {
+		return d.dialAddrs(ctx, untried, port)
+	}
+	return nil, err
 }
 
 // DialAddrs races addrs on port (see the package comment) and returns the

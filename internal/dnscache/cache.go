@@ -142,8 +142,16 @@ func New(cfg Config) *Cache {
 // NegativeTTL) or, when ctx ends first, one wrapping ctx.Err() (the shared
 // lookup goes on for other callers).
 func (c *Cache) LookupNetIP(ctx context.Context, host string) ([]netip.Addr, error) {
+	addrs, _, err := c.LookupNetIPStale(ctx, host)
+	return addrs, err
+}
+
+// LookupNetIPStale is LookupNetIP that also reports whether the answer is
+// stale: past its TTL, served while a refresh runs. A caller that reaches
+// none of a stale answer's addresses asks Reresolve where the name is now.
+func (c *Cache) LookupNetIPStale(ctx context.Context, host string) (addrs []netip.Addr, stale bool, err error) {
 	if ip, ok := ParseIPLiteral(host); ok {
-		return []netip.Addr{ip}, nil
+		return []netip.Addr{ip}, false, nil
 	}
 	trace := httptrace.ContextClientTrace(ctx)
 	if trace != nil && trace.DNSStart != nil {
@@ -153,7 +161,7 @@ func (c *Cache) LookupNetIP(ctx context.Context, host string) ([]netip.Addr, err
 		err := &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 		c.stats.errors.Add(1)
 		traceDone(trace, nil, err, false)
-		return nil, err
+		return nil, false, err
 	}
 	key := strings.ToLower(host)
 	if c.ttl > 0 {
@@ -169,17 +177,62 @@ func (c *Cache) LookupNetIP(ctx context.Context, host string) ([]netip.Addr, err
 				}
 				err := namedFor(e.err, host)
 				traceDone(trace, e.addrs, err, false)
-				return e.addrs, err
+				return e.addrs, false, err
 			}
 			if e.err == nil && now.Before(e.staleUntil) {
 				c.stats.staleServed.Add(1)
 				c.startRefresh(key, e, now)
 				traceDone(trace, e.addrs, nil, false)
-				return e.addrs, nil
+				return e.addrs, true, nil
 			}
 		}
 	}
 	addrs, err, coalesced := c.lookupShared(ctx, host, key)
+	err = namedFor(err, host)
+	traceDone(trace, addrs, err, coalesced)
+	return addrs, false, err
+}
+
+// Reresolve is for a caller that could connect to none of the addresses
+// of a stale answer (LookupNetIPStale): the name may have moved, and the
+// refresh that answer started may know where. It returns host's answer
+// now: a fresh entry as it stands (the refresh already replaced the stale
+// answer), else the answer of the refresh in flight, which it waits for,
+// or of one lookup it makes itself (a stale entry whose refresh ended or
+// failed), waiting at most until ctx ends. A lookup that fails keeps the
+// stale answer, as a failed refresh does, and returns it; a fresh cached
+// failure is returned as it is. DNSStart and DNSDone fire as for a lookup
+// (Coalesced when it joined the refresh): net/http, which has no cache,
+// would have looked the name up for this dial. An IP literal is returned
+// at once, without hooks.
+func (c *Cache) Reresolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	if ip, ok := ParseIPLiteral(host); ok {
+		return []netip.Addr{ip}, nil
+	}
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.DNSStart != nil {
+		trace.DNSStart(httptrace.DNSStartInfo{Host: host})
+	}
+	key := strings.ToLower(host)
+	var e *entry
+	if c.ttl > 0 {
+		c.mu.RLock()
+		e = c.entries[key]
+		c.mu.RUnlock()
+	}
+	if e != nil && c.clock().Before(e.expires) {
+		c.stats.hits.Add(1)
+		if e.err != nil {
+			c.stats.errors.Add(1)
+		}
+		err := namedFor(e.err, host)
+		traceDone(trace, e.addrs, err, false)
+		return e.addrs, err
+	}
+	if e != nil && e.err != nil {
+		e = nil // an expired failure is no answer to keep
+	}
+	addrs, err, coalesced := c.lookupSharedKeeping(ctx, host, key, e)
 	err = namedFor(err, host)
 	traceDone(trace, addrs, err, coalesced)
 	return addrs, err

@@ -18,6 +18,14 @@ type lookupResult struct {
 // until ctx ends. coalesced reports that the answer was shared with another
 // caller (DNSDone.Coalesced).
 func (c *Cache) lookupShared(ctx context.Context, host, key string) (addrs []netip.Addr, err error, coalesced bool) {
+	return c.lookupSharedKeeping(ctx, host, key, nil)
+}
+
+// lookupSharedKeeping is lookupShared for a name whose stale answer, when
+// stale is not nil, a failed lookup keeps (resolveRefresh) instead of
+// replacing it with the failure. A lookup in flight for key (a refresh
+// included) is joined whatever it was started for.
+func (c *Cache) lookupSharedKeeping(ctx context.Context, host, key string, stale *entry) (addrs []netip.Addr, err error, coalesced bool) {
 	if err := ctx.Err(); err != nil {
 		c.stats.errors.Add(1)
 		return nil, contextDNSError(host, err), false
@@ -25,6 +33,9 @@ func (c *Cache) lookupShared(ctx context.Context, host, key string) (addrs []net
 	led := false
 	ch := c.group.DoChan(key, func() (any, error) {
 		led = true
+		if stale != nil {
+			return c.resolveRefresh(key, stale), nil
+		}
 		return c.resolveAndStore(key), nil
 	})
 	if c.testHookJoined != nil {

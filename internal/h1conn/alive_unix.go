@@ -9,31 +9,38 @@ import (
 )
 
 // quiet reports whether pc, taken from the pool with nothing buffered
-// (FitForReuse), received nothing while it sat there: a non-blocking read
-// of its socket (TLS unwrapped) finds neither bytes, EOF nor an error. It costs one read
-// system call; a connection whose socket cannot be reached (a custom
-// DialContext's net.Pipe or wrapper) is checked with a deadline peek
-// instead (aliveByDeadline).
+// (FitForReuse), holds nothing past its previous response: a non-blocking
+// read of its socket (TLS unwrapped) finds neither bytes, EOF nor an
+// error, and a TLS layer holds no record. It costs one read system call; a
+// connection whose socket cannot be reached (the package's in-memory
+// stand-ins) is checked with a deadline peek instead (aliveByDeadline).
 func (pc *Conn) quiet() bool {
 	rc := pc.idleSocket()
 	if rc == nil {
 		return pc.aliveByDeadline()
 	}
-	quiet := false
-	err := rc.Read(func(fd uintptr) bool {
-		var b [1]byte
-		for {
-			_, rerr := unix.Read(int(fd), b[:])
-			if rerr == unix.EINTR {
-				continue
+	if pc.emptyRead == nil {
+		// Made once per connection: a closure made per call is an
+		// allocation per check.
+		pc.emptyRead = func(fd uintptr) bool {
+			var b [1]byte
+			for {
+				_, rerr := unix.Read(int(fd), b[:])
+				if rerr == unix.EINTR {
+					continue
+				}
+				pc.socketEmpty = rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK
+				return true
 			}
-			quiet = rerr == unix.EAGAIN || rerr == unix.EWOULDBLOCK
-			return true
 		}
-	})
-	if !quiet || err != nil {
+	}
+	pc.socketEmpty = false
+	if err := rc.Read(pc.emptyRead); err != nil || !pc.socketEmpty {
 		return false
 	}
+	// The socket was empty: whatever comes from now on came after the
+	// previous response ended.
+	pc.readFilled = false
 	if pc.idleTLS {
 		// A record that arrived with the previous response's last one
 		// may wait inside tls.Conn, out of the socket's sight: a peek
@@ -42,6 +49,13 @@ func (pc *Conn) quiet() bool {
 		return pc.aliveByDeadline()
 	}
 	return true
+}
+
+// tlsLayered reports whether pc's connection is TLS over a socket ferry
+// reaches, so that records may wait inside the TLS layer (FitForReuse).
+func (pc *Conn) tlsLayered() bool {
+	pc.idleSocket()
+	return pc.idleTLS
 }
 
 // idleSocket returns the socket under pc's connection, finding it on the

@@ -69,6 +69,10 @@ type Conn struct {
 	idleRC      syscall.RawConn
 	idleRCKnown bool
 	idleTLS     bool
+	// emptyRead is quiet's non-blocking read of idleRC (made on its first
+	// use), which sets socketEmpty when the socket had nothing to read.
+	emptyRead   func(fd uintptr) bool
+	socketEmpty bool
 	// idleHidden: conn hides its socket (found with idleRC), so it is
 	// read by a goroutine while idle (idlewatch.go). watching: that read
 	// runs; set by the goroutine handing pc to the pool, cleared by the
@@ -77,6 +81,11 @@ type Conn struct {
 	idleHidden bool
 	watching   bool
 	watchRes   chan error
+	// readFilled: the last read of conn that returned bytes filled the
+	// buffer it was given, so more may have been waiting behind them
+	// (fitForReuse). Set by whichever goroutine reads conn (the request's,
+	// a drain's or the idle watch's, which own it in turn).
+	readFilled bool
 
 	// inlineMax is the most bytes (head and body) a request writes inline
 	// on this connection, from its socket's send buffer (inlinebound.go);
@@ -118,10 +127,18 @@ func (pc *Conn) NetConn() net.Conn { return pc.conn }
 func (pc *Conn) Reused() bool { return pc.reused }
 
 // connReader and connWriter give the bufio reader and writer the raw
-// connection, counting bytes written (to tell "nothing written" apart).
+// connection, counting bytes written (to tell "nothing written" apart) and
+// noting whether a read filled its buffer (readFilled): one that did not
+// emptied the socket, so whatever is there later came after it.
 type connReader struct{ pc *Conn }
 
-func (r connReader) Read(p []byte) (int, error) { return r.pc.conn.Read(p) }
+func (r connReader) Read(p []byte) (int, error) {
+	n, err := r.pc.conn.Read(p)
+	if n > 0 {
+		r.pc.readFilled = n == len(p)
+	}
+	return n, err
+}
 
 type connWriter struct{ pc *Conn }
 

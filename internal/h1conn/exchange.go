@@ -164,7 +164,8 @@ func (pc *Conn) readResponse(o *Outgoing, hs *headState) (*http.Response, error)
 			// request can be. (One that cannot be replayed was sent only
 			// after FitForReuse read the socket, which finds such a 408
 			// waiting, so a 408 it gets is the server's answer to it; a
-			// replayable one is checked so after quietCheckIdle.)
+			// replayable one is checked so after quietCheckIdle, or at
+			// once when bytes may be left behind the previous response.)
 			return nil, readFromServerError{errServerClosedIdle}
 		}
 		if !isInformational(resp.StatusCode) {

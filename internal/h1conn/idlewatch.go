@@ -58,7 +58,9 @@ func (pc *Conn) readWhileIdle() {
 // Bytes that arrived are left in pc.br; the caller closes the connection.
 // A read that had not reached the socket yet when the deadline was set
 // (pc taken within microseconds of going idle, as when it is handed
-// straight to a waiting request) fails without reading, and finds nothing.
+// straight to a waiting request) fails without reading, and finds nothing:
+// FitForReuse then reads for a moment itself when bytes from before the
+// previous response's end may be left (quietForAWhile).
 func (pc *Conn) endIdleWatch() bool {
 	pc.watching = false
 	pc.conn.SetReadDeadline(aLongTimeAgo)

@@ -33,6 +33,9 @@ type Conn struct {
 	// pingTimeout bounds the PINGs this package sends itself (judge.go,
 	// peersettings.go): HTTP2Config.PingTimeout, or net/http's default.
 	pingTimeout time.Duration
+	// headerTimeout is Config.ResponseHeaderTimeout: it also bounds a
+	// provisional slot's wait for the server's SETTINGS (peersettings.go).
+	headerTimeout time.Duration
 
 	// cc is written once, under mu, before NewClientConn returns; after
 	// that it is read without the lock (NewClientConn happens before any
@@ -109,7 +112,7 @@ func NewClientConn(nc net.Conn, cfg Config) (*Conn, error) {
 		return nil, errors.New("h2conn: nil net.Conn")
 	}
 	c := &Conn{nc: nc, strict: cfg.strict(), now: cfg.Clock, singleUse: cfg.DisableKeepAlives,
-		pingTimeout: defaultPingTimeout, peer: newPeerSettings()}
+		pingTimeout: defaultPingTimeout, headerTimeout: cfg.ResponseHeaderTimeout, peer: newPeerSettings()}
 	if c.now == nil {
 		c.now = time.Now
 	}

@@ -146,3 +146,18 @@ func peerProtocolReset(err error) bool {
 	se, ok := errors.AsType[http2.StreamError](err)
 	return ok && se.Code == http2.ErrCodeProtocol && se.Cause != nil && se.Cause.Error() == errTextFromPeer
 }
+
+// ErrResponseHeaderTimeout is returned when Config.ResponseHeaderTimeout
+// passes while a request waits for the server's SETTINGS before it can be
+// sent (a provisional slot, peersettings.go). A net.Error whose Timeout is
+// true, with the text of the error x/net and net/http's HTTP/2 client give
+// when the same timeout passes after the request was written: net/http
+// sends such a request at once and times it out so; ferry holds it until
+// the server's stream limit is known and must not hold it longer.
+var ErrResponseHeaderTimeout error = &timeoutError{"http2: timeout awaiting response headers"}
+
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string   { return e.msg }
+func (e *timeoutError) Timeout() bool   { return true }
+func (e *timeoutError) Temporary() bool { return true }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The server's SETTINGS, and slots handed out before they arrive.
@@ -45,7 +46,9 @@ import (
 // bounded by HTTP2Config.PingTimeout (15 s by default): a server that
 // neither acknowledges it nor answers a request by then leaves x/net's own
 // view of the limit, which is what net/http goes by; the waiting slots
-// then reserve against it.
+// then reserve against it. A request's wait is also bounded by its own
+// cancellation and by Config.ResponseHeaderTimeout (ErrResponseHeaderTimeout):
+// net/http sends it at once and times it out that long after.
 
 // peerSettings records whether the server's SETTINGS are known to have been
 // processed, and runs the probe that finds out.
@@ -132,6 +135,15 @@ func (c *Conn) AwaitPeerSettings(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// PeerSettingsPending reports whether AwaitPeerSettings would wait now: a
+// second slot is refused only because the server's SETTINGS are not known
+// yet. A request that waits for a stream of this connection then waits
+// where net/http would already have sent it, so the transport bounds that
+// wait by the request's ResponseHeaderTimeout.
+func (c *Conn) PeerSettingsPending() bool {
+	return !c.peer.settled.Load() && c.peer.probing.Load() && c.free.fn.Load() != nil && !c.isDead()
+}
+
 // peerFrameSeen records that a frame the server sent after its SETTINGS (a
 // response) was processed.
 func (c *Conn) peerFrameSeen() {
@@ -153,6 +165,17 @@ func (c *Conn) peerLimitKnown() bool { return c.peer.settled.Load() }
 func (c *Conn) confirmProvisional(req *http.Request) error {
 	if !c.peer.settled.Load() {
 		ctx := req.Context()
+		// net/http would have written the request by now and started its
+		// ResponseHeaderTimeout: the wait must not outlast it (the request
+		// then goes out with x/net's own timer, so a request the SETTINGS
+		// released late is bounded by twice the timeout, not by the probe's
+		// PingTimeout).
+		var timeout <-chan time.Time
+		if c.headerTimeout > 0 {
+			tm := time.NewTimer(c.headerTimeout)
+			defer tm.Stop()
+			timeout = tm.C
+		}
 		select {
 		case <-c.peer.probed:
 		case <-c.peer.seen:
@@ -160,6 +183,8 @@ func (c *Conn) confirmProvisional(req *http.Request) error {
 			return ctx.Err()
 		case <-req.Cancel:
 			return errRequestCanceled
+		case <-timeout:
+			return ErrResponseHeaderTimeout
 		}
 		if !c.peer.settled.Load() {
 			return &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: errNoSlot}

@@ -70,6 +70,13 @@ type Config struct {
 	// closed: the requests still on it then fail with an error wrapping
 	// ErrPathDead. Nil means the Conn is only closed.
 	OnPathDead func(*Conn)
+	// OnIdle, when set, is called each time a Conn's last stream in use or
+	// reserved is given back (a response body done, a failed RoundTrip, a
+	// reservation released), on the goroutine that gave it back and outside
+	// the Conn's lock, so that the owner can apply its idle limits. Another
+	// request may have reserved a stream again by the time it runs:
+	// CloseIfIdle is the way to close the Conn only if it is still idle.
+	OnIdle func(*Conn)
 }
 
 func (c *Config) maxHeaderBytes() int {

@@ -240,10 +240,21 @@ func (c *Conn) acquire() (info httptrace.GotConnInfo, ok bool) {
 func (c *Conn) release() {
 	c.mu.Lock()
 	c.active--
-	if c.active == 0 && c.reserved == 0 {
+	idle := c.active == 0 && c.reserved == 0
+	if idle {
 		c.idleSince = c.d.cfg.now()
 	}
 	c.mu.Unlock()
+	if idle {
+		c.wentIdle()
+	}
+}
+
+// wentIdle tells Config.OnIdle that c's last stream was given back.
+func (c *Conn) wentIdle() {
+	if f := c.d.cfg.OnIdle; f != nil {
+		f(c)
+	}
 }
 
 // ReleaseStream gives back a stream claimed by ReserveStream that will not
@@ -251,11 +262,16 @@ func (c *Conn) release() {
 // a reservation does nothing.
 func (c *Conn) ReleaseStream() {
 	c.mu.Lock()
+	idle := false
 	if c.reserved > 0 {
 		c.reserved--
 		if c.active == 0 && c.reserved == 0 {
 			c.idleSince = c.d.cfg.now()
+			idle = true
 		}
 	}
 	c.mu.Unlock()
+	if idle {
+		c.wentIdle()
+	}
 }

@@ -84,8 +84,9 @@ func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err != nil {
 		st.end()
-		c.release()
-		return nil, c.classify(req, st, err)
+		err = c.classify(req, st, err)
+		c.release() // after classify: Config.OnIdle may close c
+		return nil, err
 	}
 	resp.Request = req
 	decodeResponse(resp, req.Method, st.gzip)

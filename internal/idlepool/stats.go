@@ -84,3 +84,14 @@ func (p *Pool[K, C]) ConnsLen(key K) int {
 	}
 	return 0
 }
+
+// IdleTotal returns how many idle exclusive connections the pool holds now,
+// over all keys: one atomic load per shard, no lock (Stats' Idle without the
+// other counters).
+func (p *Pool[K, C]) IdleTotal() int {
+	n := 0
+	for i := range p.shards {
+		n += int(p.shards[i].idleCount.Load())
+	}
+	return n
+}
