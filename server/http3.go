@@ -66,6 +66,7 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	if idle == 0 {
 		idle = inner.ReadTimeout // net/http's rule for a zero IdleTimeout
 	}
+	conns.idleTimeout = idle
 	h3 := &http3.Server{
 		Handler: &h3Handler{
 			next: handler, read: inner.ReadTimeout, write: inner.WriteTimeout,
@@ -99,8 +100,8 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	return h3
 }
 
-// h3Handler runs every HTTP/3 request: it marks its connection used (so
-// that Shutdown's idle closing leaves it to GOAWAY), gives it the read and write
+// h3Handler runs every HTTP/3 request: it counts the handlers running on
+// its connection (Shutdown closes a connection only when none runs), gives it the read and write
 // deadlines net/http gives a TCP connection per request (ReadTimeout,
 // WriteTimeout; zero sets none) on the request stream before the handler
 // runs, and logs a handler's panic as net/http does.
@@ -120,7 +121,8 @@ func (h *h3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// middleware may rewrite r.RemoteAddr before the handler panics.
 	defer h.logPanic(r.RemoteAddr)
 	if a, ok := r.Context().Value(activityKey{}).(*connActivity); ok {
-		a.markUsed()
+		a.handlerStarted()
+		defer a.handlerDone()
 	}
 	if h.read > 0 || h.write > 0 {
 		if d, ok := w.(streamDeadlines); ok {
@@ -193,9 +195,10 @@ func (l packetListener) Close() error   { return nil }
 func (l packetListener) Addr() net.Addr { return l.pc.LocalAddr() }
 
 // quicConnContext returns the quic.Transport.ConnContext that makes base's
-// values visible to every connection.
+// values visible to every connection and lets Shutdown end a connection's
+// context ahead of closing it (closableConnContext).
 func quicConnContext(base context.Context) func(context.Context, *quic.ClientInfo) (context.Context, error) {
 	return func(ctx context.Context, _ *quic.ClientInfo) (context.Context, error) {
-		return baseValues{Context: ctx, base: base}, nil
+		return baseValues{Context: closableConnContext(ctx), base: base}, nil
 	}
 }
