@@ -31,6 +31,14 @@ const drainIdleAfter = 5 * time.Second
 // Shutdown until its context ends, as with quic-go's own Shutdown.
 const goAwayGrace = 1 * time.Second
 
+// closeSettle is how long Shutdown keeps the UDP socket open after it last
+// closed a connection with closeDrained. quic-go writes the CONNECTION_CLOSE
+// from the connection's own goroutine, and with the connection's context
+// ended first nothing of quic-go's waits for that write: a socket closed
+// at once lost it, and the client waited for its idle timeout. quic-go
+// offers no signal for the write; it normally follows within microseconds.
+const closeSettle = 20 * time.Millisecond
+
 // quicConns is the set of open HTTP/3 connections, so that Close can end
 // them with CONNECTION_CLOSE (closing the quic.Transport alone drops them
 // silently, and clients would wait for their idle timeout) and Shutdown can
@@ -44,6 +52,9 @@ type quicConns struct {
 	// shortens goAwayGrace. Set before serving starts.
 	idleTimeout time.Duration
 
+	// lastDrained is when closeDrained last ran (UnixNano; zero: never).
+	lastDrained atomic.Int64
+
 	mu       sync.Mutex // guards conns and draining
 	conns    map[*quic.Conn]*connActivity
 	draining bool // Shutdown has begun: unused and silent connections get closed
@@ -54,6 +65,7 @@ type quicConns struct {
 // old if no handler ever ran on it, or once no handler has run and no
 // packet has come from the client for goAwayGrace.
 type connActivity struct {
+	q         *quicConns
 	conn      *quic.Conn
 	cancel    context.CancelFunc // ends conn.Context() ahead of the close; nil if not ours
 	idleAfter time.Duration
@@ -93,7 +105,7 @@ func closableConnContext(ctx context.Context) context.Context {
 // add records c until its context ends (the connection closed) and returns
 // its activity record.
 func (q *quicConns) add(c *quic.Conn) *connActivity {
-	a := &connActivity{conn: c, idleAfter: q.idleAfter, grace: goAwayGrace, start: time.Now()}
+	a := &connActivity{q: q, conn: c, idleAfter: q.idleAfter, grace: goAwayGrace, start: time.Now()}
 	a.cancel, _ = c.Context().Value(connCancelKey{}).(context.CancelFunc)
 	if a.idleAfter <= 0 {
 		a.idleAfter = drainIdleAfter
@@ -232,11 +244,23 @@ func (a *connActivity) check() {
 // A connection closed in that window spins; hundreds closed together had
 // spawned 10^4 to 10^5 goroutines. With the context ended first, the loop
 // sees a closed connection and exits.
+// The CONNECTION_CLOSE is written after this returns; see closeSettle.
 func (a *connActivity) closeDrained() {
 	if a.cancel != nil {
 		a.cancel()
 	}
 	a.close()
+	a.q.lastDrained.Store(time.Now().UnixNano())
+}
+
+// settle waits until closeSettle has passed since the last closeDrained,
+// if one ran: Shutdown calls it before closing the UDP socket.
+func (q *quicConns) settle() {
+	if last := q.lastDrained.Load(); last != 0 {
+		if d := time.Until(time.Unix(0, last).Add(closeSettle)); d > 0 {
+			time.Sleep(d)
+		}
+	}
 }
 
 // close closes the connection with H3_NO_ERROR, outside any lock.

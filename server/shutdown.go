@@ -103,6 +103,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// Serve would report the closed listener as an accept error) covers
 	// that. A second close fails harmlessly.
 	r.tcp.Close()
+	if r.h3 != nil {
+		s.quicConns.settle()
+	}
 	s.closeQUIC(r)
 	if r.serveDone != nil {
 		<-r.serveDone

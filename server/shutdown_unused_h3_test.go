@@ -230,3 +230,29 @@ func goroutinesCreated() uint64 {
 	}
 	return s[0].Value.Uint64()
 }
+
+// TestShutdownTellsDrainedHTTP3Client checks that a client whose unused
+// connection Shutdown closes receives CONNECTION_CLOSE, also when that close
+// is the last thing Shutdown waits for before closing the UDP socket: quic-go
+// writes it from the connection's own goroutine after the connection's
+// context has ended, which closeDrained makes happen first. A client not
+// told would wait for its idle timeout (a minute here). Repeated, since the
+// write races with the socket's closing.
+func TestShutdownTellsDrainedHTTP3Client(t *testing.T) {
+	const rounds = 20
+	for i := range rounds {
+		st := startTLS(t, &http.Server{Handler: echoProto}, func(s *Server) { s.quicConns.idleAfter = time.Millisecond })
+		c := dialUnusedHTTP3(t, st.srv.PacketAddr().String(), 1)[0]
+		if err := st.srv.Shutdown(context.Background()); err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		select {
+		case <-c.Context().Done():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: the client is still open 5s after Shutdown returned: not told", i)
+		}
+		if appErr, ok := errors.AsType[*quic.ApplicationError](context.Cause(c.Context())); !ok || !appErr.Remote {
+			t.Fatalf("round %d: the client ended with %v, want the server's CONNECTION_CLOSE", i, context.Cause(c.Context()))
+		}
+	}
+}
