@@ -101,10 +101,10 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 }
 
 // h3Handler runs every HTTP/3 request: it counts the handlers running on
-// its connection (Shutdown closes a connection only when none runs), gives it the read and write
-// deadlines net/http gives a TCP connection per request (ReadTimeout,
-// WriteTimeout; zero sets none) on the request stream before the handler
-// runs, and logs a handler's panic as net/http does.
+// its connection (Shutdown closes a connection only when none runs), gives
+// it the read and write deadlines net/http gives a TCP connection per
+// request (ReadTimeout, WriteTimeout; zero sets none) on the request stream
+// before the handler runs, and logs a handler's panic as net/http does.
 type h3Handler struct {
 	next        http.Handler
 	read, write time.Duration
