@@ -57,7 +57,7 @@ func (r registeredAdoption) RoundTrip(req *http.Request) (*http.Response, error)
 // would.
 func (a *adoption) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := a.cur.Load()
-	if c == nil || snapshotOf(a.std) != c.seen {
+	if c == nil || !c.seen.matches(a.std) {
 		return nil, http.ErrSkipAltProtocol
 	}
 	return c.t.RoundTrip(req)
@@ -222,6 +222,40 @@ func snapshotOf(t *http.Transport) stdSnapshot {
 		s.protocolsValue = *t.Protocols
 	}
 	return s
+}
+
+// matches reports whether t's settings are those s was taken from; it is
+// snapshotOf(t) == s without building the snapshot, stopping at the first
+// difference.
+func (s *stdSnapshot) matches(t *http.Transport) bool {
+	return s.proxy == funcID(&t.Proxy) &&
+		s.dialContext == funcID(&t.DialContext) &&
+		s.tlsClientConfig == t.TLSClientConfig &&
+		s.onProxyConnectResponse == funcID(&t.OnProxyConnectResponse) &&
+		s.dial == funcID(&t.Dial) &&
+		s.dialTLSContext == funcID(&t.DialTLSContext) &&
+		s.dialTLS == funcID(&t.DialTLS) &&
+		s.getProxyConnectHeader == funcID(&t.GetProxyConnectHeader) &&
+		s.tlsHandshakeTimeout == t.TLSHandshakeTimeout &&
+		s.idleConnTimeout == t.IdleConnTimeout &&
+		s.responseHeaderTimeout == t.ResponseHeaderTimeout &&
+		s.expectContinueTimeout == t.ExpectContinueTimeout &&
+		s.disableKeepAlives == t.DisableKeepAlives &&
+		s.disableCompression == t.DisableCompression &&
+		s.forceAttemptHTTP2 == t.ForceAttemptHTTP2 &&
+		s.maxIdleConns == t.MaxIdleConns &&
+		s.maxIdleConnsPerHost == t.MaxIdleConnsPerHost &&
+		s.maxConnsPerHost == t.MaxConnsPerHost &&
+		s.writeBufferSize == t.WriteBufferSize &&
+		s.readBufferSize == t.ReadBufferSize &&
+		s.maxResponseHeaderBytes == t.MaxResponseHeaderBytes &&
+		s.tlsNextProto == *(*unsafe.Pointer)(unsafe.Pointer(&t.TLSNextProto)) &&
+		s.tlsNextProtoLen == len(t.TLSNextProto) &&
+		s.proxyConnectHeader == *(*unsafe.Pointer)(unsafe.Pointer(&t.ProxyConnectHeader)) &&
+		s.proxyConnectHdrLen == len(t.ProxyConnectHeader) &&
+		s.http2 == t.HTTP2 &&
+		s.protocols == t.Protocols &&
+		(t.Protocols == nil || s.protocolsValue == *t.Protocols)
 }
 
 // funcID is the identity of the function value *f: the pointer a func
