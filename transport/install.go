@@ -42,7 +42,8 @@ var netDialerDialContext = reflect.ValueOf((&net.Dialer{}).DialContext).Pointer(
 //     (the caller is about to reconfigure it); a Transport the program
 //     set on http.DefaultClient or another client keeps its requests;
 //   - http.DefaultTransport.CloseIdleConnections closes ferry's idle
-//     connections too.
+//     connections too (except under GODEBUG=http2client=0, with which
+//     net/http does not look for the registration).
 //
 // The ferry Transport is built with From from http.DefaultTransport's
 // settings, except net/http's own default dialer, which ferry replaces

@@ -85,24 +85,29 @@ var adoptions struct {
 // program registered a handler of its own.
 func adoptionFor(std *http.Transport) (*adoption, error) {
 	adoptions.mu.Lock()
-	defer adoptions.mu.Unlock()
-	if a := adoptions.m[std]; a != nil {
-		return a, nil
+	a := adoptions.m[std]
+	var err error
+	fresh := false
+	if a == nil {
+		if a, err = registerAdoption(std); err == nil {
+			if adoptions.m == nil {
+				adoptions.m = make(map[*http.Transport]*adoption)
+			}
+			adoptions.m[std] = a
+			fresh = true
+		}
 	}
-	a, err := registerAdoption(std)
-	if err != nil {
-		return nil, err
+	adoptions.mu.Unlock()
+	if fresh {
+		setUpProtocols(std)
 	}
-	if adoptions.m == nil {
-		adoptions.m = make(map[*http.Transport]*adoption)
-	}
-	adoptions.m[std] = a
-	return a, nil
+	return a, err
 }
 
 // registerAdoption registers a new adoption on std for "https" and then
 // "http". If "http" is taken (by the program), https requests still go
-// through the adoption and http ones stay with net/http.
+// through the adoption and http ones stay with net/http. The caller runs
+// setUpProtocols(std) next.
 func registerAdoption(std *http.Transport) (*adoption, error) {
 	if _, ok := std.TLSNextProto["h2"]; ok {
 		// std was used (net/http's HTTP/2 holds "https" now) or the
@@ -122,12 +127,15 @@ func registerAdoption(std *http.Transport) (*adoption, error) {
 	if std.TLSClientConfig == nil && std.ForceAttemptHTTP2 {
 		std.TLSClientConfig = &tls.Config{}
 	}
-	// Run net/http's one-time protocol setup now, while the registration
-	// is fresh: it finds the adoption and routes CloseIdleConnections to
-	// it. Nothing is idle yet, so nothing else happens.
-	std.CloseIdleConnections()
 	return a, nil
 }
+
+// setUpProtocols runs net/http's one-time protocol setup of std now,
+// while the registration is fresh: it finds the adoption and routes std's
+// CloseIdleConnections to it (not under GODEBUG=http2client=0, with which
+// net/http skips that setup). No connection is idle yet, so nothing else
+// happens.
+func setUpProtocols(std *http.Transport) { std.CloseIdleConnections() }
 
 // registerProtocol is std.RegisterProtocol, with its panic (scheme taken)
 // returned as an error.

@@ -21,6 +21,7 @@ func BenchmarkInstallRegisteredRoundTrip(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		setUpProtocols(std)
 		a.install()
 		return servedBy{std, a}
 	}, url, benchGet)

@@ -148,6 +148,7 @@ func newAdoptedTransport(t *testing.T) (*http.Transport, *Transport, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	setUpProtocols(std)
 	ft, undo := a.install()
 	t.Cleanup(func() {
 		undo()
@@ -273,6 +274,7 @@ func readopt(t *testing.T, std *http.Transport) (*http.Transport, *Transport) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	setUpProtocols(fresh)
 	ft, undo := a.install()
 	t.Cleanup(func() {
 		undo()
