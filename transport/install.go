@@ -59,12 +59,19 @@ var netDialerDialContext = reflect.ValueOf((&net.Dialer{}).DialContext).Pointer(
 // field), the requests made from then on are declined to net/http, which
 // applies the change: the program gets exactly what it configured. Each
 // request compares the fields with those seen at Install (about 30 loads
-// and compares, a few nanoseconds); a map or HTTP2Config changed in place
-// is not noticed. Also declined to net/http: https WebSocket upgrades,
-// which net/http never hands to a registered protocol. Requests declined
+// and compares, tens of nanoseconds, no allocation): values, and the
+// identity of pointers, maps and functions, plus the length of maps. An
+// HTTP2Config, or an existing map entry, changed in place is not noticed
+// (assign a new one instead). Also left to net/http: https WebSocket
+// upgrades, which it never hands to a registered protocol (an http://
+// Upgrade or CONNECT request reaches ferry, which sends it over HTTP/1.1
+// as net/http would). Requests declined
 // to net/http over https use HTTP/1.1, because net/http cannot configure
 // its bundled HTTP/2 on a transport whose "https" is registered (it takes
-// ferry for its HTTP/2; this stays so after undo).
+// ferry for its HTTP/2; this stays so after undo). A request with a body
+// reaches ferry as net/http's shallow copy (the body wrapped so that a
+// declined request can be sent again), and the response's Request is that
+// copy.
 //
 // Call Install before http.DefaultTransport's first request: at the start
 // of main or from an init function. A registration lasts for the process;
