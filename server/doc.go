@@ -72,12 +72,17 @@
 //     goroutine behind. As net/http closes a new TCP connection that has
 //     sent no request for 5 s, Shutdown closes (H3_NO_ERROR) an HTTP/3
 //     connection on which no handler was ever called once it is 5 s old.
-//     An HTTP/3 connection that has run a handler is not closed by the
-//     server, even when idle, because closing a QUIC connection discards
-//     response data still queued or unread (TCP delivers it after close):
-//     it is left to GOAWAY and Shutdown's context, as quic-go's own
-//     Shutdown leaves it. So a client that made a request and ignores
-//     GOAWAY holds Shutdown until its context ends (forever with
+//     An HTTP/3 connection that has run a handler is closed once no
+//     handler runs and its client has sent nothing for 1 s (the server's
+//     IdleTimeout when shorter), as net/http's HTTP/2 closes a connection
+//     1 s after GOAWAY once its streams ended: a client that went away, or
+//     was cut off, without closing does not hold Shutdown. A client still
+//     sending (acknowledging, reading a response) is not cut, because
+//     closing a QUIC connection discards response data it has not read
+//     yet (TCP delivers it after close); it is left to GOAWAY and
+//     Shutdown's context, as quic-go's own Shutdown leaves it. So a client
+//     that made a request, keeps its connection alive and ignores GOAWAY
+//     holds Shutdown until its context ends (forever with
 //     context.Background()); give Shutdown a deadline. "Called" means the
 //     handler started: a request whose header is still arriving does not
 //     count. If Shutdown's context ends first, it returns the context's

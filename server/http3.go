@@ -83,6 +83,7 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	if idle == 0 {
 		idle = inner.ReadTimeout // net/http's rule for a zero IdleTimeout
 	}
+	conns.idleTimeout = idle
 	h3 := &http3.Server{
 		Handler: &h3Handler{
 			next: handler, read: inner.ReadTimeout, write: inner.WriteTimeout,
@@ -124,11 +125,11 @@ func newHTTP3Server(inner *http.Server, handler http.Handler, conns *quicConns) 
 	return h3
 }
 
-// h3Handler runs every HTTP/3 request: it marks its connection used (so
-// that Shutdown's idle closing leaves it to GOAWAY), gives it the read and write
-// deadlines net/http gives a TCP connection per request (ReadTimeout,
-// WriteTimeout; zero sets none) on the request stream before the handler
-// runs, and logs a handler's panic as net/http does.
+// h3Handler runs every HTTP/3 request: it counts the handlers running on
+// its connection (Shutdown closes a connection only when none runs), gives
+// it the read and write deadlines net/http gives a TCP connection per
+// request (ReadTimeout, WriteTimeout; zero sets none) on the request stream
+// before the handler runs, and logs a handler's panic as net/http does.
 type h3Handler struct {
 	next        http.Handler
 	read, write time.Duration
@@ -145,7 +146,8 @@ func (h *h3Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// middleware may rewrite r.RemoteAddr before the handler panics.
 	defer h.logPanic(r.RemoteAddr)
 	if a, ok := r.Context().Value(activityKey{}).(*connActivity); ok {
-		a.markUsed()
+		a.handlerStarted()
+		defer a.handlerDone()
 	}
 	if h.read > 0 || h.write > 0 {
 		if d, ok := w.(streamDeadlines); ok {
@@ -225,13 +227,14 @@ func (l packetListener) Close() error   { return nil }
 func (l packetListener) Addr() net.Addr { return l.pc.LocalAddr() }
 
 // quicConnContext returns the quic.Transport.ConnContext that makes base's
-// values visible to every connection and, with a gauge, counts the
-// connection as a half-open handshake until HTTP/3 accepts it (see
-// newHTTP3Server) or it closes. ctx is cancelled by quic-go when the
+// values visible to every connection, lets Shutdown end a connection's
+// context ahead of closing it (closableConnContext) and, with a gauge,
+// counts the connection as a half-open handshake until HTTP/3 accepts it
+// (see newHTTP3Server) or it closes. ctx is cancelled by quic-go when the
 // connection ends, whatever the cause.
 func quicConnContext(base context.Context, gauge *handshakeGauge) func(context.Context, *quic.ClientInfo) (context.Context, error) {
 	return func(ctx context.Context, _ *quic.ClientInfo) (context.Context, error) {
-		c := baseValues{Context: ctx, base: base}
+		c := baseValues{Context: closableConnContext(ctx), base: base}
 		if gauge != nil {
 			c.handshake = gauge.start()
 			context.AfterFunc(ctx, c.handshake.finish)

@@ -46,8 +46,10 @@ func (s *Server) stop() running {
 // sends HTTP/3 GOAWAY, closes idle TCP connections, waits for in-flight
 // requests on every protocol to finish, then closes the UDP socket and
 // returns. An HTTP/3 connection on which no handler ever ran is closed once
-// it is 5 seconds old; one that ran a handler is left for the client to
-// close after GOAWAY, or until ctx ends (see the package contract).
+// it is 5 seconds old; one that ran handlers is closed once none runs and
+// its client has sent nothing for a second (goAwayGrace, or the
+// IdleTimeout when shorter), and is otherwise left for the client to close
+// after GOAWAY, or until ctx ends (see the package contract).
 // Functions given to RegisterOnShutdown start when it begins.
 //
 // If ctx ends first, Shutdown returns ctx's error at once, as net/http's
@@ -78,7 +80,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		// for past ctx: it exits when the last HTTP/3 handler returns.
 		go func() { h3Done <- r.h3.Shutdown(ctx) }()
 		// GOAWAY alone leaves a connection open until the client closes it;
-		// close those never used, as net/http closes new idle connections.
+		// close those never used, as net/http closes new idle connections,
+		// and those whose client went silent after its requests.
 		s.quicConns.drain()
 	}
 	tcpErr := r.inner.Shutdown(ctx)
@@ -100,6 +103,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// Serve would report the closed listener as an accept error) covers
 	// that. A second close fails harmlessly.
 	r.tcp.Close()
+	if r.h3 != nil {
+		s.quicConns.settle()
+	}
 	s.closeQUIC(r)
 	if r.serveDone != nil {
 		<-r.serveDone

@@ -85,13 +85,14 @@ func TestShutdownContextEndsWhileHandlerIgnoresIt(t *testing.T) {
 // A client that connected and never sent a request does not hold Shutdown:
 // net/http closes such a TCP connection (the control row: a new connection
 // counts idle after 5s), and an HTTP/3 one is closed drainIdleAfter after
-// its start. An HTTP/3 client that made a request and ignores GOAWAY keeps
-// its connection, and Shutdown waits for its context, as quic-go's own
-// Shutdown does: closing a used QUIC connection could discard a response
-// not yet delivered (TestShutdownDeliversSlowHTTP3Download). That row cuts
-// the allowance to 1ms, so a wrong closing would show as a nil Shutdown.
-// The QUIC clients keep the connection alive with PINGs, so only the server
-// can end it.
+// its start. An HTTP/3 client that made a request, keeps sending and
+// ignores GOAWAY keeps its connection, and Shutdown waits for its context,
+// as quic-go's own Shutdown does: closing a used QUIC connection could
+// discard a response not yet read (TestShutdownDeliversSlowHTTP3Download);
+// only a silent one is closed (TestShutdownClosesSilentClients). That row
+// cuts the allowance to 1ms and gives Shutdown more than goAwayGrace, so a
+// wrong closing would show as a nil Shutdown. The QUIC clients keep the
+// connection alive with PINGs, so only the server can end it.
 func TestShutdownClosesIdleClients(t *testing.T) {
 	// drainIdleAfter (5s) plus slack; this bound only tells a hang (until
 	// the context ends) from a pass.
@@ -147,7 +148,7 @@ func TestShutdownClosesIdleClients(t *testing.T) {
 				t.Fatalf("request before going idle: %q, %v", b, err)
 			}
 			return func() { conn.CloseWithError(0, "") }
-		}, time.Millisecond, time.Second, context.DeadlineExceeded},
+		}, time.Millisecond, goAwayGrace * 5 / 2, context.DeadlineExceeded},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -168,10 +169,15 @@ func TestShutdownClosesIdleClients(t *testing.T) {
 // a response its handler has finished writing but the client has not read
 // yet: a slow reader gets every byte and io.EOF, and Shutdown returns nil
 // once the client, having seen GOAWAY, closes the connection. The
-// allowance is cut to 1ms, so a connection closed once its handler
-// returned would lose the data quic-go still holds for flow control.
+// allowance is cut to 1ms, and once the handler has returned the client
+// reads the rest (its receive window, half a megabyte) over about 2.5s,
+// past goAwayGrace: a connection closed once its handler returned, or a
+// grace period after that without regard to the client still reading,
+// would lose the data the client holds unread.
 func TestShutdownDeliversSlowHTTP3Download(t *testing.T) {
 	const size = 2 << 20 // well over quic-go's flow-control windows
+	// Reading 16KiB per slowPause once the handler returned: 200KiB/s.
+	const slowPause = 80 * time.Millisecond
 	payload := bytes.Repeat([]byte("0123456789abcdef"), size/16)
 	returned := make(chan struct{})
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -203,15 +209,20 @@ func TestShutdownDeliversSlowHTTP3Download(t *testing.T) {
 			rerr = err
 			break
 		}
-		time.Sleep(5 * time.Millisecond)
+		pause := 5 * time.Millisecond
+		if readsAfterReturn > 0 {
+			pause = slowPause
+		}
+		time.Sleep(pause)
 	}
 	if got != size || rerr != io.EOF {
 		t.Errorf("response truncated at %d of %d bytes by Shutdown: %v", got, size, rerr)
 	}
 	// The handler's Write returns once the last bytes are sent; they sit
-	// unread in the client's receive window, so reads must follow.
-	if readsAfterReturn < 2 {
-		t.Errorf("%d reads after the handler returned; the test did not read a finished response", readsAfterReturn)
+	// unread in the client's receive window, so reads must follow, for
+	// longer than goAwayGrace.
+	if after := time.Duration(readsAfterReturn) * slowPause; after < goAwayGrace*3/2 {
+		t.Errorf("%d reads (%v) after the handler returned; the test did not read a finished response past goAwayGrace", readsAfterReturn, after)
 	}
 	if err := <-shutdownDone; err != nil {
 		t.Errorf("Shutdown: %v", err)

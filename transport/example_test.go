@@ -64,16 +64,18 @@ func ExampleFrom() {
 	// Output: 16 5s true
 }
 
-// Install sends http.DefaultClient's requests (http.Get and friends)
-// through ferry and leaves http.DefaultTransport an *http.Transport, so
-// code asserting its type keeps working.
+// Install sends http.DefaultTransport's requests (http.Get, every client
+// with a nil Transport) through ferry and leaves it an *http.Transport, so
+// code asserting its type keeps working. (Not run as a test: Install
+// registers on http.DefaultTransport for the rest of the process; the
+// package's tests run it in child processes.)
 func ExampleInstall() {
 	undo := transport.Install() // usually the first line of main
 	defer undo()
 
 	srv := helloServer()
 	defer srv.Close()
-	resp, err := http.Get(srv.URL)
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(srv.URL)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func ExampleInstall() {
 	_, stillStd := http.DefaultTransport.(*http.Transport)
 	fmt.Println("DefaultTransport is *http.Transport:", stillStd)
 	fmt.Println("requests through ferry:", transport.Installed().Stats().Requests.H1)
-	// Output:
+	// Prints:
 	// DefaultTransport is *http.Transport: true
 	// requests through ferry: 1
 }

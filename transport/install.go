@@ -9,8 +9,8 @@ import (
 )
 
 // One-line adoption (Install, InstallDefaultTransport) and the
-// http.DefaultTransport type-assertion trap they are designed around; the
-// trade-off is documented on Install.
+// http.DefaultTransport type-assertion trap Install avoids; the routing
+// itself is in install_registered.go.
 
 // installed is the Transport the latest Install or InstallDefaultTransport
 // put in place, until undone.
@@ -25,47 +25,88 @@ var stockDefaultTransport, _ = http.DefaultTransport.(*http.Transport)
 // value: what net/http's DefaultTransport.DialContext holds.
 var netDialerDialContext = reflect.ValueOf((&net.Dialer{}).DialContext).Pointer()
 
-// Install makes http.DefaultClient send its requests with a ferry
-// Transport and returns the undo function. It is the safe default, and
+// Install makes ferry send the requests of http.DefaultTransport, which
+// stays the *http.Transport it was, and returns the undo function. It is
 // what importing github.com/ferryhttp/ferry/install does.
 //
-// Many programs and libraries do
+// It registers ferry with http.DefaultTransport.RegisterProtocol for
+// "https" and "http", net/http's own way to hand a transport's requests
+// to another RoundTripper. So:
 //
-//	t := http.DefaultTransport.(*http.Transport).Clone()
+//   - through ferry: http.Get, http.Head, http.Post, http.PostForm,
+//     http.DefaultClient, every http.Client with a nil Transport
+//     (&http.Client{Timeout: ...}), and code calling
+//     http.DefaultTransport.RoundTrip;
+//   - unchanged: http.DefaultTransport.(*http.Transport) holds, and a
+//     Clone of it is a plain net/http transport with the same settings
+//     (the caller is about to reconfigure it); a Transport the program
+//     set on http.DefaultClient or another client keeps its requests;
+//   - http.DefaultTransport.CloseIdleConnections closes ferry's idle
+//     connections too (except under GODEBUG=http2client=0, with which
+//     net/http does not look for the registration).
 //
-// which panics once http.DefaultTransport holds anything but an
-// *http.Transport, and no Go type can pass for one. So Install leaves
-// http.DefaultTransport alone and sets http.DefaultClient.Transport:
+// The ferry Transport is built with From from http.DefaultTransport's
+// settings, except net/http's own default dialer, which ferry replaces
+// with its own (same 30 s timeout and keep-alive, plus its DNS cache,
+// Happy Eyeballs and HTTP/3, which a DialContext would turn off); a
+// DialContext the program set is kept. Both share one TLSClientConfig,
+// cloned for every connection, so changes made to it in place apply to
+// ferry too, as they would to net/http (except NextProtos, read at the
+// first request).
 //
-//   - through ferry: http.Get, http.Head, http.Post, http.PostForm and
-//     http.DefaultClient.Do;
-//   - unchanged, still net/http: http.DefaultTransport (its type assertion
-//     and Clone keep working), clients with a nil Transport other than
-//     http.DefaultClient (&http.Client{Timeout: ...}), and code that uses
-//     or clones http.DefaultTransport. Convert those you own with
-//     Transport: transport.From(std).
+// If the program later changes a setting of http.DefaultTransport
+// (assigns TLSClientConfig, Proxy, DialContext, a timeout, any exported
+// field), the requests made from then on are declined to net/http, which
+// applies the change: the program gets exactly what it configured. Each
+// request compares the fields with those seen at Install (about 30 loads
+// and compares, tens of nanoseconds, no allocation): values, and the
+// identity of pointers, maps and functions, plus the length of maps. An
+// HTTP2Config, or an existing map entry, changed in place is not noticed
+// (assign a new one instead). Also left to net/http: https WebSocket
+// upgrades, which it never hands to a registered protocol (an http://
+// Upgrade or CONNECT request reaches ferry, which sends it over HTTP/1.1
+// as net/http would). Requests declined
+// to net/http over https use HTTP/1.1, because net/http cannot configure
+// its bundled HTTP/2 on a transport whose "https" is registered (it takes
+// ferry for its HTTP/2; this stays so after undo). A request with a body
+// reaches ferry as net/http's shallow copy (the body wrapped so that a
+// declined request can be sent again), and the response's Request is that
+// copy.
 //
-// InstallDefaultTransport covers every client with a nil Transport too, at
-// the price of that assertion. net/http's Transport.RegisterProtocol is
-// not used: it is keyed by URL scheme, "https" is taken by net/http's
-// bundled HTTP/2 once the transport is used, and it would leave
-// http.DefaultTransport's own pool and fields half in charge.
+// Call Install before http.DefaultTransport's first request: at the start
+// of main or from an init function. A registration lasts for the process;
+// the undo function makes it decline every request (net/http then sends
+// them), forgets the Transport for Installed and closes its idle
+// connections; calling it again does nothing. Install called again
+// installs a new ferry Transport on the same registration.
 //
-// The ferry Transport is built with From from the transport it displaces
-// (http.DefaultClient.Transport if that is an *http.Transport, otherwise
-// http.DefaultTransport if that is one, otherwise New's defaults), so a
-// program that tuned it keeps its proxy, timeouts, TLS and pool settings.
-// net/http's own default dialer is the exception: ferry dials itself
-// instead (same 30 s timeout and keep-alive, plus its DNS cache, Happy
-// Eyeballs and HTTP/3, which a DialContext would turn off); a DialContext
-// the program set is kept.
+// When the registration is not possible (http.DefaultTransport is not an
+// *http.Transport, it was used already, or its "https" is registered by
+// someone else), Install sets http.DefaultClient.Transport instead: then
+// only http.Get, http.Head, http.Post, http.PostForm and
+// http.DefaultClient use ferry. Installed is non-nil in both cases.
 //
-// The undo function restores what was there (unless something else
-// replaced ferry since), forgets the Transport for Installed, and closes
-// its idle connections; calling it again does nothing. Call Install at the
-// start of main or from an init function, before other goroutines send
-// requests: like any assignment to these globals, it is not synchronized.
+// InstallDefaultTransport replaces the http.DefaultTransport variable
+// itself, which breaks http.DefaultTransport.(*http.Transport); prefer
+// Install.
 func Install() (undo func()) {
+	if std, ok := http.DefaultTransport.(*http.Transport); ok {
+		if a, err := adoptionFor(std); err == nil {
+			t, unroute := a.install()
+			installed.Store(t)
+			return undoOnce(t, unroute)
+		}
+	}
+	return installDefaultClient()
+}
+
+// installDefaultClient is Install's fallback: it sets
+// http.DefaultClient.Transport to a ferry Transport built from the
+// transport it displaces (http.DefaultClient.Transport if that is an
+// *http.Transport, otherwise http.DefaultTransport if that is one,
+// otherwise New's defaults). The undo function restores what was there
+// unless something else replaced ferry since.
+func installDefaultClient() (undo func()) {
 	prev := http.DefaultClient.Transport
 	base, ok := prev.(*http.Transport)
 	if !ok {
@@ -87,10 +128,12 @@ func Install() (undo func()) {
 // uses ferry, and so does code calling http.DefaultTransport.RoundTrip.
 //
 // Any code, yours or a dependency's, that asserts
-// http.DefaultTransport.(*http.Transport) then panics. Use it only in a
-// program you know does no such thing (search the module and its
-// dependencies for "DefaultTransport.(*http.Transport)"); otherwise use
-// Install.
+// http.DefaultTransport.(*http.Transport) then panics, and code that
+// type-switches it silently skips its configuration. Use it only in a
+// program you know does no such thing (the ferrycheck command,
+// github.com/ferryhttp/ferry/cmd/ferrycheck, lists such places in a module
+// and its dependencies); otherwise use Install, which reaches the same
+// clients without replacing the variable.
 func InstallDefaultTransport() (undo func()) {
 	prev := http.DefaultTransport
 	base, _ := prev.(*http.Transport)

@@ -53,9 +53,9 @@ func TestInstallPrograms(t *testing.T) {
 				"dialcontext-dropped true",
 				"http.Get ok",
 				"client-nil-transport ok",
-				"ferry-requests 1", // http.Get only: a client with a nil Transport stays on net/http
+				"ferry-requests 2", // http.Get and a client with a nil Transport
 				"cloned-default-transport ok",
-				"ferry-requests-final 1",
+				"ferry-requests-final 2", // a Clone is net/http's
 			},
 		},
 		{
@@ -128,14 +128,16 @@ func TestInstallPrograms(t *testing.T) {
 	}
 }
 
-// TestInstallInProcess checks, in this process, what Install and
-// InstallDefaultTransport change, which settings they carry over, and that
-// undo puts everything back. The tests of this package do not run in
-// parallel, so changing the globals here is safe.
+// TestInstallInProcess checks, in this process, what Install's fallback
+// (http.DefaultClient only) and InstallDefaultTransport change, which
+// settings they carry over, and that undo puts everything back. The tests
+// of this package do not run in parallel, so changing these globals here
+// is safe; Install itself registers on http.DefaultTransport for the
+// process, so it is tested in child processes only.
 func TestInstallInProcess(t *testing.T) {
 	std := http.DefaultTransport.(*http.Transport)
-	t.Run("install", func(t *testing.T) {
-		undo := Install()
+	t.Run("default-client-fallback", func(t *testing.T) {
+		undo := installDefaultClient()
 		tr, ok := http.DefaultClient.Transport.(*Transport)
 		if !ok || Installed() != tr || http.DefaultTransport != http.RoundTripper(std) {
 			t.Fatalf("after Install: DefaultClient.Transport %T, DefaultTransport %T", http.DefaultClient.Transport, http.DefaultTransport)
@@ -173,7 +175,7 @@ func TestInstallInProcess(t *testing.T) {
 		}
 		sameDialer := &http.Transport{DialContext: (&net.Dialer{Timeout: time.Second}).DialContext}
 		http.DefaultClient.Transport = mine
-		undo := Install()
+		undo := installDefaultClient()
 		tr := Installed()
 		if tr.MaxConnsPerHost != 7 || tr.DialContext == nil {
 			t.Fatalf("program's transport not carried over: MaxConnsPerHost %d, DialContext nil %v", tr.MaxConnsPerHost, tr.DialContext == nil)
@@ -183,7 +185,7 @@ func TestInstallInProcess(t *testing.T) {
 			t.Fatalf("undo restored %T, want the program's transport", http.DefaultClient.Transport)
 		}
 		http.DefaultClient.Transport = sameDialer
-		undo = Install()
+		undo = installDefaultClient()
 		if Installed().DialContext == nil {
 			t.Fatal("a net.Dialer the program configured was dropped")
 		}
@@ -192,7 +194,7 @@ func TestInstallInProcess(t *testing.T) {
 	})
 	t.Run("undo-after-replacement", func(t *testing.T) {
 		// Something replaced ferry after Install: undo leaves that alone.
-		undo := Install()
+		undo := installDefaultClient()
 		other := &http.Transport{}
 		http.DefaultClient.Transport = other
 		undo()

@@ -8,7 +8,9 @@
 // several times, alternating net/http and ferry (Install, then its undo),
 // and prints pages per second for each round and the medians. It then runs
 // the code path many libraries have, http.DefaultTransport.(*http.Transport)
-// .Clone(), to show that it still works after Install.
+// .Clone(), to show that it still works after Install, which keeps
+// http.DefaultTransport an *http.Transport and routes its requests to
+// ferry.
 //
 //	go run ./examples/dropin
 package main
@@ -83,7 +85,11 @@ func run(cfg config) error {
 	var ferryRequests uint64
 	for i := 0; i < cfg.rounds; i++ {
 		// A B B A ...: each variant goes first as often as the other.
-		useFerry := i%4 == 1 || i%4 == 2
+		// ferry's first: Install must come before http.DefaultTransport's
+		// first request to take it over (afterwards it falls back to
+		// http.DefaultClient); after its undo, net/http's rounds are
+		// declined by the registration to net/http.
+		useFerry := i%4 == 0 || i%4 == 3
 		undo := func() {}
 		if useFerry {
 			undo = transport.Install() // the one line
