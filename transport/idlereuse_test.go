@@ -23,43 +23,7 @@ import (
 // precondition; nothing is timed), and checks what the client got and what
 // the server received on the old connection.
 
-// holdConn is a server-side connection whose writes can be held back
-// and sent in one write(2), so that two TLS records reach the client in
-// one segment.
-type holdConn struct {
-	net.Conn
-	mu   sync.Mutex // guards held and buf
-	held bool
-	buf  []byte
-}
-
-func (c *holdConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	if c.held {
-		c.buf = append(c.buf, p...)
-		c.mu.Unlock()
-		return len(p), nil
-	}
-	c.mu.Unlock()
-	return c.Conn.Write(p)
-}
-
-func (c *holdConn) hold() {
-	c.mu.Lock()
-	c.held = true
-	c.mu.Unlock()
-}
-
-func (c *holdConn) flush() error {
-	c.mu.Lock()
-	b := c.buf
-	c.held, c.buf = false, nil
-	c.mu.Unlock()
-	_, err := c.Conn.Write(b)
-	return err
-}
-
-// holdListener wraps each accepted connection in a holdConn, under
+// holdListener wraps each accepted connection in a coalescingConn, under
 // TLS when cfg is set.
 type holdListener struct {
 	net.Listener
@@ -71,7 +35,7 @@ func (l holdListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := &holdConn{Conn: c}
+	hc := &coalescingConn{Conn: c}
 	if l.cfg != nil {
 		return tls.Server(hc, l.cfg), nil
 	}
@@ -82,11 +46,11 @@ func (l holdListener) Accept() (net.Conn, error) {
 // return it (counting bytes, say): the socket is not reachable from it.
 type wrappedConn struct{ net.Conn }
 
-func holdWrites(c *rawConn) *holdConn {
+func holdWrites(c *rawConn) *coalescingConn {
 	if tc, ok := c.Conn.(*tls.Conn); ok {
-		return tc.NetConn().(*holdConn)
+		return tc.NetConn().(*coalescingConn)
 	}
-	return c.Conn.(*holdConn)
+	return c.Conn.(*coalescingConn)
 }
 
 // idleScenario is what the server does on the first connection once the
