@@ -21,6 +21,7 @@ import (
 	"github.com/ferryhttp/ferry/internal/gzipbody"
 	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
+	"github.com/ferryhttp/ferry/internal/testpeer"
 	"go.uber.org/goleak"
 )
 
@@ -48,28 +49,6 @@ var toolchainDrains = version.Compare(version.Lang(runtime.Version()), "go1.27")
 
 func lengthResponse(n int) string {
 	return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", n, strings.Repeat("x", n))
-}
-
-// chunkedResponse is a chunked body of total bytes in chunks of at most
-// chunk bytes, with a trailer "X-T: v" announced in the head when trailer.
-func chunkedResponse(total, chunk int, trailer bool) string {
-	var b strings.Builder
-	b.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n")
-	if trailer {
-		b.WriteString("Trailer: X-T\r\n")
-	}
-	b.WriteString("\r\n")
-	for total > 0 {
-		n := min(chunk, total)
-		fmt.Fprintf(&b, "%x\r\n%s\r\n", n, strings.Repeat("c", n))
-		total -= n
-	}
-	b.WriteString("0\r\n")
-	if trailer {
-		b.WriteString("X-T: v\r\n")
-	}
-	b.WriteString("\r\n")
-	return b.String()
 }
 
 // noisyGzip is the gzip encoding of raw bytes of pseudo-random data (fixed
@@ -255,7 +234,7 @@ var earlyCloseCases = []earlyCloseCase{
 	{name: "length-256k-plus-1", first: send(lengthResponse(256<<10 + 1)), read: 1},
 	// The limit is on resp.ContentLength, not on what is left.
 	{name: "length-300k-mostly-read", first: send(lengthResponse(300 << 10)), read: 290 << 10},
-	{name: "chunked-trailer", first: send(chunkedResponse(120000, 30000, true)), read: 10, keeps: true,
+	{name: "chunked-trailer", first: send(testpeer.ChunkedResponse(120000, 30000, true)), read: 10, keeps: true,
 		check: func(t *testing.T, resp *http.Response) {
 			// The trailer read by the drain is discarded, as net/http does:
 			// the Response is the caller's once Close returned.
@@ -265,9 +244,9 @@ var earlyCloseCases = []earlyCloseCase{
 		}},
 	// Unknown length: the drain tries, but reads at most 256 KiB + 1 bytes
 	// and keeps the connection only when it met the end before that.
-	{name: "chunked-300k", first: send(chunkedResponse(300<<10, 16<<10, false)), read: 10},
-	{name: "chunked-256k-left", first: send(chunkedResponse(256<<10+10, 16<<10, false)), read: 10, keeps: true},
-	{name: "chunked-256k-plus-1-left", first: send(chunkedResponse(256<<10+11, 16<<10, false)), read: 10},
+	{name: "chunked-300k", first: send(testpeer.ChunkedResponse(300<<10, 16<<10, false)), read: 10},
+	{name: "chunked-256k-left", first: send(testpeer.ChunkedResponse(256<<10+10, 16<<10, false)), read: 10, keeps: true},
+	{name: "chunked-256k-plus-1-left", first: send(testpeer.ChunkedResponse(256<<10+11, 16<<10, false)), read: 10},
 	// Transparent gzip makes resp.ContentLength -1, so a compressed length
 	// over 256 KiB does not stop the drain when less than that is left.
 	{name: "gzip-300k-half-read", first: send(gzipResponse(gzip300k)), read: 150 << 10, gzip: true, keeps: true,

@@ -3,7 +3,6 @@ package h1conn
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"go/version"
 	"io"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // toolchainDrains: the Go release running the tests drains early-closed
@@ -19,28 +20,6 @@ import (
 var toolchainDrains = version.Compare(version.Lang(runtime.Version()), "go1.27") >= 0
 
 func wantKept(keepsOn127 bool) bool { return toolchainDrains && keepsOn127 }
-
-// chunkedResponse is a chunked body of total bytes in chunks of at most
-// chunk bytes, with a trailer "X-T: v" announced in the head when trailer.
-func chunkedResponse(total, chunk int, trailer bool) string {
-	var b strings.Builder
-	b.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n")
-	if trailer {
-		b.WriteString("Trailer: X-T\r\n")
-	}
-	b.WriteString("\r\n")
-	for total > 0 {
-		n := min(chunk, total)
-		fmt.Fprintf(&b, "%x\r\n%s\r\n", n, strings.Repeat("c", n))
-		total -= n
-	}
-	b.WriteString("0\r\n")
-	if trailer {
-		b.WriteString("X-T: v\r\n")
-	}
-	b.WriteString("\r\n")
-	return b.String()
-}
 
 // waitSettled waits until pc was handed back (true) or closed (false), by
 // Close or by the drain it started.
@@ -74,7 +53,7 @@ func TestDrainOnEarlyCloseFollowsToolchain(t *testing.T) {
 // connection only when the copy stopped short at EOF).
 func TestDrainByteBudget(t *testing.T) {
 	chunkedBody := func(n int) string {
-		resp := chunkedResponse(n, 16<<10, true)
+		resp := testpeer.ChunkedResponse(n, 16<<10, true)
 		return resp[strings.Index(resp, "\r\n\r\n")+4:]
 	}
 	for _, tc := range []struct {
