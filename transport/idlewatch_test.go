@@ -30,7 +30,7 @@ func idleWatchStates() []string {
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
 		// A goroutine that has not run yet shows the wrapper the go
 		// statement made (watchIdle.gowrap1), not readWhileIdle.
-		if !bytes.Contains(g, []byte("(*h1Conn).readWhileIdle")) && !bytes.Contains(g, []byte("(*h1Conn).watchIdle.gowrap")) {
+		if !bytes.Contains(g, []byte("h1conn.(*Conn).readWhileIdle")) && !bytes.Contains(g, []byte("h1conn.(*Conn).watchIdle.gowrap")) {
 			continue
 		}
 		head, _, _ := bytes.Cut(g, []byte("\n"))
