@@ -50,6 +50,10 @@ import (
 // has then left the pool and the alternative is marked broken (h3dial.go).
 // Any other failure is returned.
 
+// errQUICLate closes the open QUIC dial phases of a request that stopped
+// waiting for the handshake when the head start ended.
+var errQUICLate = fmt.Errorf("ferry/transport: QUIC handshake not done when the head start ended; request sent over TCP: %w", h3conn.ErrHeadStartExpired)
+
 // roundTripH3 sends req over HTTP/3 if it should go there. handled is false
 // when the request is to go over TCP; o may then carry a body rewound by
 // GetBody. When handled is true, req.Body has been closed on error.
@@ -70,7 +74,7 @@ func (t *Transport) roundTripH3(req *http.Request, o *h1conn.Outgoing, key connK
 	if !ok {
 		return nil, nil, false
 	}
-	// GetConn fires here, once, before any wait (h3trace.go).
+	// GetConn fires here, once, before any wait (h3conn.DialEvents).
 	if o.Trace != nil && o.Trace.GetConn != nil {
 		o.Trace.GetConn(key.addr)
 	}
@@ -107,7 +111,7 @@ func (t *Transport) h3ConnOnce(req *http.Request, o *h1conn.Outgoing, h *h3Clien
 	if s, ok := h.pool.GetShared(hk); ok {
 		return s.(*h3conn.Conn), nil
 	}
-	ev := newH3DialEvents(o.Trace)
+	ev := h3conn.NewDialEvents(o.Trace)
 	f, started := t.joinH3Flight(h, hk, alt, ev, key)
 	if f == nil {
 		return nil, nil
@@ -117,15 +121,15 @@ func (t *Transport) h3ConnOnce(req *http.Request, o *h1conn.Outgoing, h *h3Clien
 	}
 	select {
 	case <-f.done:
-		ev.drain()
+		ev.Drain()
 	default:
 		if t.tcpAtHand(key) {
-			ev.detach()
+			ev.Detach()
 			return nil, nil // QUIC goes on in the background
 		}
 		wait := time.Until(f.deadline)
 		if wait <= 0 {
-			ev.detach()
+			ev.Detach()
 			return nil, nil // the head start is spent: QUIC is late or lost
 		}
 		h.waits.Add(1)
@@ -148,7 +152,7 @@ func (t *Transport) h3ConnOnce(req *http.Request, o *h1conn.Outgoing, h *h3Clien
 // may be nil) on the request's goroutine meanwhile. It reports whether f
 // ended; if not, err is the request's end (nil when the head start ran
 // out) and the dial's open phases were closed for the request.
-func (h *h3Client) waitFlight(req *http.Request, f *h3Flight, ev *h3DialEvents, wait time.Duration) (done bool, err error) {
+func (h *h3Client) waitFlight(req *http.Request, f *h3Flight, ev *h3conn.DialEvents, wait time.Duration) (done bool, err error) {
 	var timeout <-chan time.Time
 	if h.headStartTimer != nil {
 		c, stop := h.headStartTimer(wait)
@@ -163,19 +167,19 @@ func (h *h3Client) waitFlight(req *http.Request, f *h3Flight, ev *h3DialEvents, 
 	for {
 		select {
 		case <-f.done:
-			ev.drain()
+			ev.Drain()
 			return true, nil
-		case e := <-ev.events():
-			ev.fire(e)
+		case e := <-ev.Events():
+			ev.Fire(e)
 		case <-timeout:
-			ev.abandon(errQUICLate)
+			ev.Abandon(errQUICLate)
 			return false, nil
 		case <-ctx.Done():
 			err := context.Cause(ctx)
-			ev.abandon(err)
+			ev.Abandon(err)
 			return false, err
 		case <-req.Cancel:
-			ev.abandon(errRequestCanceled)
+			ev.Abandon(errRequestCanceled)
 			return false, errRequestCanceled
 		}
 	}

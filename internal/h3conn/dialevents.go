@@ -1,18 +1,15 @@
-package transport
+package h3conn
 
 import (
 	"crypto/tls"
-	"fmt"
 	"net/http/httptrace"
 	"sync/atomic"
-
-	"github.com/ferryhttp/ferry/internal/h3conn"
 )
 
-// httptrace for requests that go, or meant to go, over HTTP/3.
+// The httptrace hooks of a QUIC dial, for the request that started it.
 //
-// GetConn fires once, when the request is routed to HTTP/3 (before any
-// pool lookup or dial wait). A request that then goes over TCP without
+// The transport fires GetConn for a request routed to HTTP/3:
+// once, before any pool lookup or dial wait. A request that then goes over TCP without
 // having been sent over HTTP/3 does not fire it a second time; a request
 // sent over HTTP/3 and retried over TCP (not sent, or refused unprocessed)
 // fires it again for the new attempt, as net/http does for every retry.
@@ -29,28 +26,24 @@ import (
 // hook runs after RoundTrip returned. Requests that join a flight, and one
 // that takes a TCP connection at hand instead of waiting, see no dial hooks.
 
-// errQUICLate closes the open QUIC dial phases of a request that stopped
-// waiting for the handshake when the head start ended.
-var errQUICLate = fmt.Errorf("ferry/transport: QUIC handshake not done when the head start ended; request sent over TCP: %w", h3conn.ErrHeadStartExpired)
-
-// h3DialEventCap bounds the events one dial posts: DNSStart, DNSDone,
+// dialEventCap bounds the events one dial posts: DNSStart, DNSDone,
 // ConnectStart, TLSHandshakeStart, TLSHandshakeDone, ConnectDone.
-const h3DialEventCap = 8
+const dialEventCap = 8
 
-type h3DialEventKind uint8
+type dialEventKind uint8
 
 const (
-	h3DNSStart h3DialEventKind = iota
-	h3DNSDone
-	h3ConnectStart
-	h3ConnectDone
-	h3TLSStart
-	h3TLSDone
+	evDNSStart dialEventKind = iota
+	evDNSDone
+	evConnectStart
+	evConnectDone
+	evTLSStart
+	evTLSDone
 )
 
-// h3DialEvent is one hook call of the dial, with its arguments.
-type h3DialEvent struct {
-	kind     h3DialEventKind
+// DialEvent is one hook call of the dial, with its arguments.
+type DialEvent struct {
+	kind     dialEventKind
 	host     string                // DNSStart
 	dnsDone  httptrace.DNSDoneInfo // DNSDone
 	network  string                // ConnectStart, ConnectDone
@@ -59,12 +52,12 @@ type h3DialEvent struct {
 	err      error                 // the Done hooks
 }
 
-// h3DialEvents carries one dial's hooks to the request that started it.
+// DialEvents carries one dial's hooks to the request that started it.
 // The flight goroutine posts; only the request's goroutine fires hooks and
 // touches the open-phase fields.
-type h3DialEvents struct {
+type DialEvents struct {
 	trace    *httptrace.ClientTrace // the request's hooks
-	ch       chan h3DialEvent
+	ch       chan DialEvent
 	detached atomic.Bool // the request stopped listening: posts are dropped
 
 	// Phases started and not yet done, as fired to the request.
@@ -72,19 +65,19 @@ type h3DialEvents struct {
 	connNetwork, connAddr      string
 }
 
-// newH3DialEvents returns the carrier for a request whose trace has any
+// NewDialEvents returns the carrier for a request whose trace has any
 // hook a dial fires, or nil.
-func newH3DialEvents(trace *httptrace.ClientTrace) *h3DialEvents {
+func NewDialEvents(trace *httptrace.ClientTrace) *DialEvents {
 	if trace == nil || trace.DNSStart == nil && trace.DNSDone == nil &&
 		trace.ConnectStart == nil && trace.ConnectDone == nil &&
 		trace.TLSHandshakeStart == nil && trace.TLSHandshakeDone == nil {
 		return nil
 	}
-	return &h3DialEvents{trace: trace, ch: make(chan h3DialEvent, h3DialEventCap)}
+	return &DialEvents{trace: trace, ch: make(chan DialEvent, dialEventCap)}
 }
 
-// events is the channel to select on; nil (never ready) for a nil carrier.
-func (e *h3DialEvents) events() <-chan h3DialEvent {
+// Events is the channel to select on; nil (never ready) for a nil carrier.
+func (e *DialEvents) Events() <-chan DialEvent {
 	if e == nil {
 		return nil
 	}
@@ -92,7 +85,7 @@ func (e *h3DialEvents) events() <-chan h3DialEvent {
 }
 
 // post queues ev for the request unless it detached; it never blocks.
-func (e *h3DialEvents) post(ev h3DialEvent) {
+func (e *DialEvents) post(ev DialEvent) {
 	if e.detached.Load() {
 		return
 	}
@@ -102,56 +95,56 @@ func (e *h3DialEvents) post(ev h3DialEvent) {
 	}
 }
 
-// hooks are the trace the flight dials with: each hook posts an event.
-func (e *h3DialEvents) hooks() *httptrace.ClientTrace {
+// Hooks are the trace the flight dials with: each hook posts an event.
+func (e *DialEvents) Hooks() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
-		DNSStart: func(i httptrace.DNSStartInfo) { e.post(h3DialEvent{kind: h3DNSStart, host: i.Host}) },
+		DNSStart: func(i httptrace.DNSStartInfo) { e.post(DialEvent{kind: evDNSStart, host: i.Host}) },
 		DNSDone: func(i httptrace.DNSDoneInfo) {
-			e.post(h3DialEvent{kind: h3DNSDone, dnsDone: i})
+			e.post(DialEvent{kind: evDNSDone, dnsDone: i})
 		},
 		ConnectStart: func(network, addr string) {
-			e.post(h3DialEvent{kind: h3ConnectStart, network: network, addr: addr})
+			e.post(DialEvent{kind: evConnectStart, network: network, addr: addr})
 		},
 		ConnectDone: func(network, addr string, err error) {
-			e.post(h3DialEvent{kind: h3ConnectDone, network: network, addr: addr, err: err})
+			e.post(DialEvent{kind: evConnectDone, network: network, addr: addr, err: err})
 		},
-		TLSHandshakeStart: func() { e.post(h3DialEvent{kind: h3TLSStart}) },
+		TLSHandshakeStart: func() { e.post(DialEvent{kind: evTLSStart}) },
 		TLSHandshakeDone: func(s tls.ConnectionState, err error) {
-			e.post(h3DialEvent{kind: h3TLSDone, tlsState: s, err: err})
+			e.post(DialEvent{kind: evTLSDone, tlsState: s, err: err})
 		},
 	}
 }
 
-// fire calls the request's hook for ev and tracks the open phases.
-func (e *h3DialEvents) fire(ev h3DialEvent) {
+// Fire calls the request's hook for ev and tracks the open phases.
+func (e *DialEvents) Fire(ev DialEvent) {
 	t := e.trace
 	switch ev.kind {
-	case h3DNSStart:
+	case evDNSStart:
 		e.dnsOpen = true
 		if t.DNSStart != nil {
 			t.DNSStart(httptrace.DNSStartInfo{Host: ev.host})
 		}
-	case h3DNSDone:
+	case evDNSDone:
 		e.dnsOpen = false
 		if t.DNSDone != nil {
 			t.DNSDone(ev.dnsDone)
 		}
-	case h3ConnectStart:
+	case evConnectStart:
 		e.connOpen, e.connNetwork, e.connAddr = true, ev.network, ev.addr
 		if t.ConnectStart != nil {
 			t.ConnectStart(ev.network, ev.addr)
 		}
-	case h3ConnectDone:
+	case evConnectDone:
 		e.connOpen = false
 		if t.ConnectDone != nil {
 			t.ConnectDone(ev.network, ev.addr, ev.err)
 		}
-	case h3TLSStart:
+	case evTLSStart:
 		e.tlsOpen = true
 		if t.TLSHandshakeStart != nil {
 			t.TLSHandshakeStart()
 		}
-	case h3TLSDone:
+	case evTLSDone:
 		e.tlsOpen = false
 		if t.TLSHandshakeDone != nil {
 			t.TLSHandshakeDone(ev.tlsState, ev.err)
@@ -159,43 +152,43 @@ func (e *h3DialEvents) fire(ev h3DialEvent) {
 	}
 }
 
-// drain fires every event already posted. After the flight ended, that is
+// Drain fires every event already posted. After the flight ended, that is
 // all of them.
-func (e *h3DialEvents) drain() {
+func (e *DialEvents) Drain() {
 	if e == nil {
 		return
 	}
 	for {
 		select {
 		case ev := <-e.ch:
-			e.fire(ev)
+			e.Fire(ev)
 		default:
 			return
 		}
 	}
 }
 
-// abandon detaches the request from a dial still running: the events
+// Abandon detaches the request from a dial still running: the events
 // already posted are fired, and the phases left open are closed with err.
-func (e *h3DialEvents) abandon(err error) {
+func (e *DialEvents) Abandon(err error) {
 	if e == nil {
 		return
 	}
 	e.detached.Store(true)
-	e.drain()
+	e.Drain()
 	if e.tlsOpen {
-		e.fire(h3DialEvent{kind: h3TLSDone, err: err})
+		e.Fire(DialEvent{kind: evTLSDone, err: err})
 	}
 	if e.connOpen {
-		e.fire(h3DialEvent{kind: h3ConnectDone, network: e.connNetwork, addr: e.connAddr, err: err})
+		e.Fire(DialEvent{kind: evConnectDone, network: e.connNetwork, addr: e.connAddr, err: err})
 	}
 	if e.dnsOpen {
-		e.fire(h3DialEvent{kind: h3DNSDone, dnsDone: httptrace.DNSDoneInfo{Err: err}})
+		e.Fire(DialEvent{kind: evDNSDone, dnsDone: httptrace.DNSDoneInfo{Err: err}})
 	}
 }
 
-// detach drops the dial's hooks unseen: the request did not wait for it.
-func (e *h3DialEvents) detach() {
+// Detach drops the dial's hooks unseen: the request did not wait for it.
+func (e *DialEvents) Detach() {
 	if e != nil {
 		e.detached.Store(true)
 	}
