@@ -344,11 +344,11 @@ func (t *Transport) sharedFromDial(key connKey, d dialedConn) (sharedConn, error
 // during the backoff.
 func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *h1conn.Outgoing, key connKey, sc sharedConn, att *sharedAttempts) (*http.Response, error) {
 	sreq := req
-	var rb *replayBody
+	var rb *h2conn.ReplayBody
 	if o.Body != nil {
 		// x/net closes the body on every error; the wrapper keeps an unread
 		// body open until we know whether it is sent again.
-		rb = &replayBody{body: o.Body}
+		rb = h2conn.NewReplayBody(o.Body)
 		r2 := *req
 		r2.Body = rb
 		r2.GetBody = nil
@@ -356,7 +356,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *h
 	}
 	resp, err := sc.RoundTrip(sreq)
 	if err == nil {
-		rb.settle()
+		rb.Settle()
 		resp.Request = req
 		return resp, nil
 	}
@@ -366,7 +366,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *h
 	}
 	var np *h2conn.NotProcessedError
 	if !errors.As(err, &np) {
-		rb.closeBody()
+		rb.CloseBody()
 		return nil, err
 	}
 	// A granted stream the connection had no room for when the request
@@ -381,27 +381,27 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *h
 	// retry (with its backoff) in case a connection keeps refusing.
 	limit := np.Reason == h2conn.ReasonStreamLimit && att.limitRefusals < maxLimitRefusals
 	if !limit && att.retries >= maxSharedRetries {
-		rb.closeBody()
+		rb.CloseBody()
 		return nil, np.Err
 	}
 	if o.Body != nil && req.GetBody == nil && !np.BodyUnread {
-		rb.closeBody()
+		rb.CloseBody()
 		return nil, fmt.Errorf("http2: Transport: cannot retry err [%w] after Request.Body was written; define Request.GetBody to avoid this error", np.Err)
 	}
 	if err := ctx.Err(); err != nil {
-		rb.closeBody()
+		rb.CloseBody()
 		return nil, err
 	}
 	if limit {
 		att.limitRefusals++
-		rb.detach() // another connection takes it at once, no backoff
+		rb.Detach() // another connection takes it at once, no backoff
 		return nil, errRetryShared
 	}
 	att.retries++
 	if o.Body != nil && req.GetBody == nil {
-		rb.detach() // unread: the same body goes out again
+		rb.Detach() // unread: the same body goes out again
 	} else if rb != nil {
-		rb.closeBody()
+		rb.CloseBody()
 		body, gerr := req.GetBody()
 		if gerr != nil {
 			return nil, gerr

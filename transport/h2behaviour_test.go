@@ -367,29 +367,29 @@ func (b *countingBody) Close() error { b.closed.Add(1); return nil }
 func TestH2ReplayBody(t *testing.T) {
 	cases := []struct {
 		name      string
-		steps     func(b *replayBody)
+		steps     func(b *h2conn.ReplayBody)
 		wantClose int32
 	}{
-		{"close-held-then-settle", func(b *replayBody) { b.Close(); b.settle() }, 1},
-		{"settle-then-close", func(b *replayBody) { b.settle(); b.Close(); b.Close() }, 1},
-		{"close-held-then-detach", func(b *replayBody) { b.Close(); b.detach(); b.Close() }, 0},
-		{"close-held-then-closeBody", func(b *replayBody) { b.Close(); b.closeBody(); b.closeBody() }, 1},
-		{"detach-then-closeBody", func(b *replayBody) { b.detach(); b.closeBody() }, 0},
+		{"close-held-then-settle", func(b *h2conn.ReplayBody) { b.Close(); b.Settle() }, 1},
+		{"settle-then-close", func(b *h2conn.ReplayBody) { b.Settle(); b.Close(); b.Close() }, 1},
+		{"close-held-then-detach", func(b *h2conn.ReplayBody) { b.Close(); b.Detach(); b.Close() }, 0},
+		{"close-held-then-closeBody", func(b *h2conn.ReplayBody) { b.Close(); b.CloseBody(); b.CloseBody() }, 1},
+		{"detach-then-closeBody", func(b *h2conn.ReplayBody) { b.Detach(); b.CloseBody() }, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cb := &countingBody{Reader: strings.NewReader("x")}
-			b := &replayBody{body: cb}
+			b := h2conn.NewReplayBody(cb)
 			tc.steps(b)
 			if got := cb.closed.Load(); got != tc.wantClose {
 				t.Fatalf("closed %d times, want %d", got, tc.wantClose)
 			}
 		})
 	}
-	var nilBody *replayBody
-	nilBody.settle()
-	nilBody.detach()
-	nilBody.closeBody()
+	var nilBody *h2conn.ReplayBody
+	nilBody.Settle()
+	nilBody.Detach()
+	nilBody.CloseBody()
 }
 
 func TestH2ProtocolSelection(t *testing.T) {

@@ -157,4 +157,8 @@
 // Release, RoundTrip, Close, Available/InFlight and SetStateHook (which can
 // replace the MarkDead hook in watch.go); the exported API of this package
 // does not change.
+//
+// ReplayBody wraps a request body for one attempt so that x/net's Close on
+// an error does not close a body the transport may send again on another
+// connection (replaybody.go).
 package h2conn

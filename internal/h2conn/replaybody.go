@@ -1,4 +1,4 @@
-package transport
+package h2conn
 
 import (
 	"errors"
@@ -6,19 +6,19 @@ import (
 	"sync"
 )
 
-// replayBody is the request body handed to an HTTP/2 connection. x/net
+// ReplayBody is the request body handed to an HTTP/2 connection. x/net
 // closes the body on every error, but a request the server did not process
 // may be sent again with the same, still unread, body; so a Close that
 // arrives before RoundTrip's outcome is known is held, and the outcome
-// decides: settle (pass it on, now and later), detach (keep the body for
-// the retry) or closeBody (close it now). A nil *replayBody does nothing.
+// decides: Settle (pass it on, now and later), Detach (keep the body for
+// the retry) or CloseBody (close it now). A nil *ReplayBody does nothing.
 //
 // Only an unread body is ever sent again, so a Close that comes once a
 // Read has begun passes through at once: x/net closes the body to stop a
 // Read blocked on the caller (the stream was reset, the connection lost)
 // and waits for that Read before RoundTrip returns. A Read that begins
 // after a held Close fails, as a Read of a closed body would.
-type replayBody struct {
+type ReplayBody struct {
 	body io.ReadCloser
 
 	// mu guards state and read. The body's Read and Close are called
@@ -27,6 +27,9 @@ type replayBody struct {
 	state replayState
 	read  bool // a Read has begun: the body will not be sent again
 }
+
+// NewReplayBody wraps body, the caller's request body, for one attempt.
+func NewReplayBody(body io.ReadCloser) *ReplayBody { return &ReplayBody{body: body} }
 
 type replayState uint8
 
@@ -38,15 +41,15 @@ const (
 	replayClosed                       // body closed
 )
 
-// errReplayBodyClosed is what a Read of the body returns after x/net
+// ErrReplayBodyClosed is what a Read of the body returns after x/net
 // closed it (the Close being held).
-var errReplayBodyClosed = errors.New("http: invalid Read on closed Body")
+var ErrReplayBodyClosed = errors.New("http: invalid Read on closed Body")
 
-func (b *replayBody) Read(p []byte) (int, error) {
+func (b *ReplayBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	if b.state == replayCloseHeld || b.state == replayClosed {
 		b.mu.Unlock()
-		return 0, errReplayBodyClosed
+		return 0, ErrReplayBodyClosed
 	}
 	b.read = true
 	b.mu.Unlock()
@@ -55,7 +58,7 @@ func (b *replayBody) Read(p []byte) (int, error) {
 
 // Close closes the body once the outcome is known, and holds it until then
 // unless a Read has begun.
-func (b *replayBody) Close() error {
+func (b *ReplayBody) Close() error {
 	b.mu.Lock()
 	switch b.state {
 	case replayOpen:
@@ -76,9 +79,9 @@ func (b *replayBody) Close() error {
 	return nil
 }
 
-// settle is called when the request went out for good: a held Close is
+// Settle is called when the request went out for good: a held Close is
 // done now, and later ones pass through.
-func (b *replayBody) settle() {
+func (b *ReplayBody) Settle() {
 	if b == nil {
 		return
 	}
@@ -95,8 +98,8 @@ func (b *replayBody) settle() {
 	}
 }
 
-// detach gives the (unread) body to a retry: this wrapper never closes it.
-func (b *replayBody) detach() {
+// Detach gives the (unread) body to a retry: this wrapper never closes it.
+func (b *ReplayBody) Detach() {
 	if b == nil {
 		return
 	}
@@ -105,8 +108,8 @@ func (b *replayBody) detach() {
 	b.mu.Unlock()
 }
 
-// closeBody closes the body now unless that already happened.
-func (b *replayBody) closeBody() {
+// CloseBody closes the body now unless that already happened.
+func (b *ReplayBody) CloseBody() {
 	if b == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package transport
+package h2conn
 
 import (
 	"io"
@@ -6,16 +6,16 @@ import (
 	"testing"
 )
 
-// BenchmarkH2ReplayBody is what the HTTP/2 replay wrapper costs a
+// BenchmarkReplayBody is what the HTTP/2 replay wrapper costs a
 // request with a small body: wrap, read to EOF, x/net's Close, settle.
-func BenchmarkH2ReplayBody(b *testing.B) {
+func BenchmarkReplayBody(b *testing.B) {
 	var sr strings.Reader
 	body := io.NopCloser(&sr)
 	buf := make([]byte, 512)
 	b.ReportAllocs()
 	for b.Loop() {
 		sr.Reset("hello")
-		rb := &replayBody{body: body}
+		rb := NewReplayBody(body)
 		for {
 			if _, err := rb.Read(buf); err != nil {
 				if err != io.EOF {
@@ -25,6 +25,6 @@ func BenchmarkH2ReplayBody(b *testing.B) {
 			}
 		}
 		rb.Close()
-		rb.settle()
+		rb.Settle()
 	}
 }

@@ -1,4 +1,4 @@
-package transport
+package h2conn
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ func (b *readCountingBody) Close() error { b.closes.Add(1); return nil }
 // never closes the caller's body twice, and never reads it after a held
 // Close (such a Read fails at once instead of blocking on the caller).
 func TestReplayBodyReadAndClose(t *testing.T) {
-	read := func(b *replayBody) error {
+	read := func(b *ReplayBody) error {
 		_, err := b.Read(make([]byte, 8))
 		return err
 	}
@@ -37,38 +37,38 @@ func TestReplayBodyReadAndClose(t *testing.T) {
 		name string
 		// steps runs on the wrapper; closesMid is the caller body's Close
 		// count wanted after step closesAt (-1: not checked).
-		steps      []func(b *replayBody) error
+		steps      []func(b *ReplayBody) error
 		closesAt   int
 		closesMid  int32
 		wantReads  int32
 		wantCloses int32
-		wantErrAt  int // the step whose error is errReplayBodyClosed (-1: none fails)
+		wantErrAt  int // the step whose error is ErrReplayBodyClosed (-1: none fails)
 	}{
 		{name: "read-then-close-passes-through",
-			steps:    []func(*replayBody) error{read, (*replayBody).Close, func(b *replayBody) error { b.closeBody(); return nil }},
+			steps:    []func(*ReplayBody) error{read, (*ReplayBody).Close, func(b *ReplayBody) error { b.CloseBody(); return nil }},
 			closesAt: 1, closesMid: 1, wantReads: 1, wantCloses: 1, wantErrAt: -1},
 		{name: "read-then-close-then-settle",
-			steps:    []func(*replayBody) error{read, (*replayBody).Close, func(b *replayBody) error { b.settle(); return nil }, (*replayBody).Close},
+			steps:    []func(*ReplayBody) error{read, (*ReplayBody).Close, func(b *ReplayBody) error { b.Settle(); return nil }, (*ReplayBody).Close},
 			closesAt: 1, closesMid: 1, wantReads: 1, wantCloses: 1, wantErrAt: -1},
 		{name: "close-held-then-read-fails",
-			steps:    []func(*replayBody) error{(*replayBody).Close, read, func(b *replayBody) error { b.settle(); return nil }},
+			steps:    []func(*ReplayBody) error{(*ReplayBody).Close, read, func(b *ReplayBody) error { b.Settle(); return nil }},
 			closesAt: 1, closesMid: 0, wantReads: 0, wantCloses: 1, wantErrAt: 1},
 		{name: "close-held-then-read-then-closeBody",
-			steps:    []func(*replayBody) error{(*replayBody).Close, read, func(b *replayBody) error { b.closeBody(); return nil }},
+			steps:    []func(*ReplayBody) error{(*ReplayBody).Close, read, func(b *ReplayBody) error { b.CloseBody(); return nil }},
 			closesAt: 1, closesMid: 0, wantReads: 0, wantCloses: 1, wantErrAt: 1},
 		{name: "settled-read-close-read",
-			steps:    []func(*replayBody) error{func(b *replayBody) error { b.settle(); return nil }, read, (*replayBody).Close, read},
+			steps:    []func(*ReplayBody) error{func(b *ReplayBody) error { b.Settle(); return nil }, read, (*ReplayBody).Close, read},
 			closesAt: 2, closesMid: 1, wantReads: 1, wantCloses: 1, wantErrAt: 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cb := &readCountingBody{r: strings.NewReader("hello")}
-			b := &replayBody{body: cb}
+			b := NewReplayBody(cb)
 			for i, step := range tc.steps {
 				err := step(b)
 				if i == tc.wantErrAt {
-					if !errors.Is(err, errReplayBodyClosed) {
-						t.Errorf("step %d: err %v, want %v", i, err, errReplayBodyClosed)
+					if !errors.Is(err, ErrReplayBodyClosed) {
+						t.Errorf("step %d: err %v, want %v", i, err, ErrReplayBodyClosed)
 					}
 				} else if err != nil {
 					t.Errorf("step %d: err %v", i, err)
@@ -99,7 +99,7 @@ func TestReplayBodyCloseUnblocksRead(t *testing.T) {
 	defer pw.Close()
 	in := make(chan struct{})
 	body := &pipeInBody{PipeReader: pr, in: in}
-	b := &replayBody{body: body}
+	b := NewReplayBody(body)
 	done := make(chan error, 1)
 	go func() {
 		_, err := b.Read(make([]byte, 8))
@@ -119,8 +119,8 @@ func TestReplayBodyCloseUnblocksRead(t *testing.T) {
 		<-done
 		t.Fatal("the Close was held: the Read stayed blocked on the caller's body")
 	}
-	b.settle()
-	b.closeBody()
+	b.Settle()
+	b.CloseBody()
 }
 
 // pipeInBody is a pipe reader that reports when a Read reached it.
