@@ -55,6 +55,9 @@ func (pc *h1Conn) roundTrip(o *outgoing) (*http.Response, error) {
 
 func (pc *h1Conn) exchange(o *outgoing) (*http.Response, error) {
 	start := pc.nwrite
+	if o.probe && o.chunked {
+		o.probeUnknownLength()
+	}
 	if err := writeRequestHead(pc.bw, o); err != nil {
 		return nil, err
 	}

@@ -42,6 +42,7 @@ type outgoing struct {
 	addGzip        bool // transport adds Accept-Encoding: gzip and decodes
 	addClose       bool // DisableKeepAlives: transport adds Connection: close
 	expectContinue bool
+	probe          bool // an unknown-length body net/http probes (probebody.go)
 	syncBody       bool // body known in memory and small (and within the connection's inlineBound): written inline
 	host           string
 	method         string

@@ -248,6 +248,7 @@ func (t *Transport) plan(req *http.Request, trace *httptrace.ClientTrace, o *out
 		o.addGzip = true
 	}
 	o.emptyChunked = o.chunked && o.body == nil
+	o.probe = n < 0 && len(te) == 0 && o.body != nil && usuallyLacksBody(o.method)
 	o.addClose = t.DisableKeepAlives && !wantsClose(req) && !isUpgradeRequest(req.Header)
 	o.expectContinue = req.ProtoAtLeast(1, 1) && req.Body != nil && expectsContinue(req)
 	o.syncBody = writesInline(o)
