@@ -160,4 +160,3 @@ func closeDuringReadRun(t *testing.T, ferry bool, length int64, early bool) stri
 	time.Sleep(20 * time.Millisecond)
 	return body.String()
 }
-
