@@ -25,7 +25,7 @@ func (pc *h1Conn) exchangeAsync(o *outgoing, hs *headState) (*http.Response, err
 	pc.bodyStopped = true
 	pc.abortMu.Unlock()
 	pc.interruptIO()
-	pc.closeReqBody(o.body)
+	pc.closeReqBodyNow(o.body)
 	<-pc.writeRes
 	pc.writing = false
 	if werr != nil {

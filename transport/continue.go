@@ -42,7 +42,7 @@ func (pc *h1Conn) exchangeContinue(o *outgoing, hs *headState) (*http.Response, 
 				return pc.sendBodyThenRead(o, hs)
 			}
 			wroteRequest(o, err)
-			return nil, pc.headReadError(err, !hs.firstByte)
+			return nil, pc.headReadError(cutAfterInformational(err, hs), !hs.firstByte)
 		}
 		if err := pc.awaitFirstByte(o, hs); err != nil {
 			return nil, err

@@ -68,6 +68,7 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 				return nil, sc, nil
 			}
 		}
+		ds.leftPool = true
 		actx := ctx
 		var sw *slotWait
 		if t.MaxConnsPerHost > 0 {

@@ -42,6 +42,7 @@ type outgoing struct {
 	addGzip        bool // transport adds Accept-Encoding: gzip and decodes
 	addClose       bool // DisableKeepAlives: transport adds Connection: close
 	expectContinue bool
+	probe          bool // an unknown-length body net/http probes (probebody.go)
 	syncBody       bool // body known in memory and small (and within the connection's inlineBound): written inline
 	host           string
 	method         string
@@ -339,23 +340,23 @@ func (pc *h1Conn) writeRequestBodySide(o *outgoing) (callerSide bool, err error)
 		}
 	}()
 	if o.chunked {
-		return false, writeChunkedBody(bw, o)
+		return false, writeChunkedBody(bw, o, pc)
 	}
 	if o.contentLength < 0 { // CONNECT with a body: raw until EOF
-		_, err := copyBody(bw, bodyReader{o.body}, o.streamBody)
+		_, err := copyBody(bw, bodyReader{o.body, pc}, o.streamBody)
 		return false, err
 	}
 	var n int64
 	if f := pc.kernelCopyFile(o); f != nil {
 		n, err = pc.copyFileBody(f, o.contentLength)
 	} else {
-		n, err = copyBody(bw, bodyReader{io.LimitReader(o.body, o.contentLength)}, o.streamBody)
+		n, err = copyBody(bw, bodyReader{io.LimitReader(o.body, o.contentLength), pc}, o.streamBody)
 	}
 	if err != nil {
 		return false, err
 	}
 	// Read what is left to report a body longer than declared, as net/http.
-	extra, err := io.Copy(io.Discard, bodyReader{o.body})
+	extra, err := io.Copy(io.Discard, bodyReader{o.body, pc})
 	if err != nil {
 		return false, err
 	}
@@ -449,11 +450,14 @@ var (
 )
 
 // bodyReader tags errors of the caller's body so they are told apart from
-// the connection's write errors.
-type bodyReader struct{ r io.Reader }
+// the connection's write errors; its Reads are pc's (readReqBody).
+type bodyReader struct {
+	r  io.Reader
+	pc *h1Conn
+}
 
 func (b bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
+	n, err := b.pc.readReqBody(b.r, p)
 	if err != nil && err != io.EOF {
 		err = requestBodyReadError{err}
 	}
@@ -462,7 +466,7 @@ func (b bodyReader) Read(p []byte) (int, error) {
 
 // writeChunkedBody writes the body with the chunked coding, one chunk per
 // read, each sent when written, and the caller's trailers.
-func writeChunkedBody(bw *bufio.Writer, o *outgoing) error {
+func writeChunkedBody(bw *bufio.Writer, o *outgoing, pc *h1Conn) error {
 	if r := inMemoryReader(o.body); r != nil && !o.streamBody {
 		// Known in memory: what is left goes as one chunk, written past the
 		// buffer in one Write, as net/http's chunked writer gets it from
@@ -482,7 +486,7 @@ func writeChunkedBody(bw *bufio.Writer, o *outgoing) error {
 	defer copyBufPool.Put(bufp)
 	buf := *bufp
 	for {
-		n, err := o.body.Read(buf)
+		n, err := pc.readReqBody(o.body, buf)
 		if n > 0 {
 			bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(n), 16))
 			bw.WriteString("\r\n")

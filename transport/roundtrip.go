@@ -27,6 +27,10 @@ type dialState struct {
 	resolved bool
 	stale    bool        // addrs is a stale answer no dial has failed on yet (dialItself)
 	proxy    *proxyRoute // nil: direct
+	// leftPool: a connection was looked for other than by taking a pooled
+	// HTTP/2 connection at getConn's first look (net/http's registered
+	// HTTP/2 round tripper takes only requests that find one so).
+	leftPool bool
 }
 
 // RoundTrip implements http.RoundTripper for HTTP/1.1 and HTTP/2 over TCP
@@ -98,6 +102,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 					return nil, err
 				}
 			}
+			shared.pooledH2 = !ds.leftPool && key.scheme == "https"
 			resp, err := t.roundTripShared(ctx, req, &o, key, sc, &shared)
 			if err == errRetryShared {
 				t.stats.countRetry()
@@ -244,6 +249,7 @@ func (t *Transport) plan(req *http.Request, trace *httptrace.ClientTrace, o *out
 		o.addGzip = true
 	}
 	o.emptyChunked = o.chunked && o.body == nil
+	o.probe = n < 0 && len(te) == 0 && o.body != nil && usuallyLacksBody(o.method)
 	o.addClose = t.DisableKeepAlives && !wantsClose(req) && !isUpgradeRequest(req.Header)
 	o.expectContinue = req.ProtoAtLeast(1, 1) && req.Body != nil && expectsContinue(req)
 	o.syncBody = writesInline(o)
