@@ -8,8 +8,10 @@
 // Contract:
 //
 //   - RoundTrip never modifies the caller's request, always closes req.Body
-//     (also on error), sets resp.Request to the caller's request and returns
-//     a nil error whenever it obtained a response.
+//     (also on error), sets resp.Request to the caller's request (except,
+//     as in net/http, an https request with a body served on an HTTP/2
+//     connection it found pooled: a shallow copy whose Body is the one
+//     sent) and returns a nil error whenever it obtained a response.
 //   - HTTP/1.1 requests are written and response heads read on the caller's
 //     goroutine (internal/h1conn, whose Conn the pool holds through the
 //     small h1conn.Owner interface and shared h1conn.Config); a request body

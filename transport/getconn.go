@@ -69,6 +69,7 @@ func (t *Transport) getConn(ctx context.Context, o *h1conn.Outgoing, key connKey
 				return nil, sc, nil
 			}
 		}
+		ds.leftPool = true
 		actx := ctx
 		var sw *slotWait
 		if t.MaxConnsPerHost > 0 {

@@ -110,6 +110,10 @@ const maxLimitRefusals = 8
 type sharedAttempts struct {
 	retries       int // counted retries so far (at most maxSharedRetries)
 	limitRefusals int // stream-limit refusals retried at once, uncounted
+	// pooledH2: an https request that has only ever taken pooled
+	// connections at its first look, which net/http serves through its
+	// registered HTTP/2 round tripper (see roundTripShared).
+	pooledH2 bool
 }
 
 // errH2NotEstablished is returned when a connection that has just been set
@@ -358,6 +362,15 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *h
 	if err == nil {
 		rb.Settle()
 		resp.Request = req
+		if _, ok := sc.(*h2Shared); ok && att.pooledH2 && rb != nil {
+			// net/http hands such a request to its HTTP/2 round tripper
+			// as a copy whose Body tracks reads (setupRewindBody), and
+			// that copy is resp.Request: the same here, with the body
+			// as sent.
+			rr := *req
+			rr.Body = rb
+			resp.Request = &rr
+		}
 		return resp, nil
 	}
 	if !sc.Usable() {

@@ -17,6 +17,10 @@ type dialState struct {
 	resolved bool
 	stale    bool        // addrs is a stale answer no dial has failed on yet (dialItself)
 	proxy    *proxyRoute // nil: direct
+	// leftPool: a connection was looked for other than by taking a pooled
+	// HTTP/2 connection at getConn's first look (net/http's registered
+	// HTTP/2 round tripper takes only requests that find one so).
+	leftPool bool
 }
 
 // RoundTrip implements http.RoundTripper for HTTP/1.1 and HTTP/2 over TCP
@@ -88,6 +92,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 					return nil, err
 				}
 			}
+			shared.pooledH2 = !ds.leftPool && key.scheme == "https"
 			resp, err := t.roundTripShared(ctx, req, &o, key, sc, &shared)
 			if err == errRetryShared {
 				t.stats.countRetry()

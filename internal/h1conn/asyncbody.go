@@ -25,7 +25,7 @@ func (pc *Conn) exchangeAsync(o *Outgoing, hs *headState) (*http.Response, error
 	pc.bodyStopped = true
 	pc.abortMu.Unlock()
 	pc.interruptIO()
-	pc.CloseReqBody(o.Body)
+	pc.closeReqBodyNow(o.Body)
 	<-pc.writeRes
 	pc.writing = false
 	if werr != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -62,6 +63,15 @@ type Conn struct {
 	// once, as net/http closes it.
 	reqBodyClosed atomic.Bool
 	readDL        bool // a read deadline is set
+
+	// bodyMu guards bodyReading and bodyCloseLater, and orders a close
+	// of the request body with the body writer's Reads: the body is never
+	// closed while a Read of it runs (net/http closes it only from its
+	// writer, after the Read returned), so a close that comes during a
+	// Read (bodyCloseLater) is done as that Read returns.
+	bodyMu         sync.Mutex
+	bodyReading    bool
+	bodyCloseLater io.Closer
 
 	// idleRC is the socket under conn for quiet (alive_unix.go), found
 	// once (idleRCKnown); nil when it cannot be reached. idleTLS: conn is
@@ -375,8 +385,21 @@ func (pc *Conn) stopWriter() {
 
 // CloseReqBody closes the current request's body unless it was closed
 // already, and returns Close's error (nil when it did not close it).
+// While the body writer is inside a Read of the body, the close is left
+// to the writer, which does it as the Read returns (and reads no more).
 func (pc *Conn) CloseReqBody(body io.Closer) error {
-	if body == nil || !pc.reqBodyClosed.CompareAndSwap(false, true) {
+	if body == nil {
+		return nil
+	}
+	pc.bodyMu.Lock()
+	if pc.bodyReading {
+		pc.bodyCloseLater = body
+		pc.bodyMu.Unlock()
+		return nil
+	}
+	first := pc.reqBodyClosed.CompareAndSwap(false, true)
+	pc.bodyMu.Unlock()
+	if !first {
 		return nil
 	}
 	return body.Close()
@@ -393,4 +416,53 @@ func (pc *Conn) GiveBack() {
 	}
 	pc.reused = true
 	pc.putIdle()
+}
+
+// closeReqBodyNow is CloseReqBody for an exchange that failed: the body is
+// closed at once, even under the writer's Read, as net/http's RoundTrip
+// closes it after a failed exchange, so a body that waits for the response
+// (a pipe fed after it) is unblocked and the exchange can wait for its
+// writer.
+func (pc *Conn) closeReqBodyNow(body io.Closer) {
+	if body == nil {
+		return
+	}
+	pc.bodyMu.Lock()
+	pc.bodyCloseLater = nil
+	first := pc.reqBodyClosed.CompareAndSwap(false, true)
+	pc.bodyMu.Unlock()
+	if first {
+		body.Close()
+	}
+}
+
+// errReqBodyStopped is what the body writer's Read returns once the body
+// was closed under it (the exchange ended without waiting for the body).
+var errReqBodyStopped = errors.New("ferry/transport: request body closed while it was sent")
+
+// readReqBody is r.Read for the body writer: it does not start once the
+// request body is closed (or a close waits), and a close that came while
+// it ran is done when it returns.
+func (pc *Conn) readReqBody(r io.Reader, p []byte) (int, error) {
+	pc.bodyMu.Lock()
+	if pc.reqBodyClosed.Load() || pc.bodyCloseLater != nil {
+		pc.bodyMu.Unlock()
+		return 0, errReqBodyStopped
+	}
+	pc.bodyReading = true
+	pc.bodyMu.Unlock()
+	n, err := r.Read(p)
+	pc.bodyMu.Lock()
+	pc.bodyReading = false
+	later := pc.bodyCloseLater
+	pc.bodyCloseLater = nil
+	first := later != nil && pc.reqBodyClosed.CompareAndSwap(false, true)
+	pc.bodyMu.Unlock()
+	if first {
+		later.Close()
+		if err == nil || err == io.EOF {
+			err = errReqBodyStopped
+		}
+	}
+	return n, err
 }

@@ -42,7 +42,7 @@ func (pc *Conn) exchangeContinue(o *Outgoing, hs *headState) (*http.Response, er
 				return pc.sendBodyThenRead(o, hs)
 			}
 			wroteRequest(o, err)
-			return nil, pc.headReadError(err, !hs.firstByte)
+			return nil, pc.headReadError(cutAfterInformational(err, hs), !hs.firstByte)
 		}
 		if err := pc.awaitFirstByte(o, hs); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package h1conn
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/textproto"
 	"os"
@@ -54,6 +55,9 @@ func (pc *Conn) RoundTrip(o *Outgoing) (*http.Response, error) {
 
 func (pc *Conn) exchange(o *Outgoing) (*http.Response, error) {
 	start := pc.nwrite
+	if o.probe && o.Chunked {
+		o.probeUnknownLength()
+	}
 	if err := writeRequestHead(pc.bw, o); err != nil {
 		return nil, err
 	}
@@ -113,7 +117,7 @@ func (pc *Conn) clearReadDeadline() {
 // GotFirstResponseByte once.
 func (pc *Conn) awaitFirstByte(o *Outgoing, hs *headState) error {
 	if _, err := pc.br.Peek(1); err != nil {
-		return pc.headReadError(err, !hs.firstByte)
+		return pc.headReadError(cutAfterInformational(err, hs), !hs.firstByte)
 	}
 	if !hs.firstByte {
 		hs.firstByte = true
@@ -122,6 +126,16 @@ func (pc *Conn) awaitFirstByte(o *Outgoing, hs *headState) error {
 		}
 	}
 	return nil
+}
+
+// cutAfterInformational turns the io.EOF of a connection that ended after
+// a 1xx head into io.ErrUnexpectedEOF: the final response was cut short,
+// as net/http reports it (its status line read meets the end).
+func cutAfterInformational(err error, hs *headState) error {
+	if err == io.EOF && hs.heads > 0 {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // readOneHead reads and parses the next response head into resp.

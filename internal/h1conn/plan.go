@@ -11,7 +11,7 @@ import (
 
 // SyncBodyLimit is the largest body written inline on the caller's
 // goroutine (known to be in memory: writesInline), when the connection's
-// socket certainly takes it with the head at once (h1Conn.inlineBound).
+// socket certainly takes it with the head at once (Conn.inlineBound).
 // Larger or streaming bodies get a writer goroutine so a server that
 // answers early cannot block the write.
 const SyncBodyLimit = 64 << 10
@@ -75,6 +75,7 @@ func Plan(req *http.Request, trace *httptrace.ClientTrace, disableCompression, d
 		o.AddGzip = true
 	}
 	o.EmptyChunked = o.Chunked && o.Body == nil
+	o.probe = n < 0 && len(te) == 0 && o.Body != nil && usuallyLacksBody(o.Method)
 	o.AddClose = disableKeepAlives && !wantsClose(req) && !IsUpgradeRequest(req.Header)
 	o.ExpectContinue = req.ProtoAtLeast(1, 1) && req.Body != nil && expectsContinue(req)
 	o.SyncBody = WritesInline(o)

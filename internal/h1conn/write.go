@@ -44,6 +44,7 @@ type Outgoing struct {
 	AddGzip        bool // transport adds Accept-Encoding: gzip and decodes
 	AddClose       bool // DisableKeepAlives: transport adds Connection: close
 	ExpectContinue bool
+	probe          bool // an unknown-length body net/http probes (probebody.go)
 	SyncBody       bool // body known in memory and small (and within the connection's inlineBound): written inline
 	Host           string
 	Method         string
@@ -341,23 +342,23 @@ func (pc *Conn) writeRequestBodySide(o *Outgoing) (callerSide bool, err error) {
 		}
 	}()
 	if o.Chunked {
-		return false, writeChunkedBody(bw, o)
+		return false, writeChunkedBody(bw, o, pc)
 	}
 	if o.ContentLength < 0 { // CONNECT with a body: raw until EOF
-		_, err := copyBody(bw, bodyReader{o.Body}, o.streamBody)
+		_, err := copyBody(bw, bodyReader{o.Body, pc}, o.streamBody)
 		return false, err
 	}
 	var n int64
 	if f := pc.kernelCopyFile(o); f != nil {
 		n, err = pc.copyFileBody(f, o.ContentLength)
 	} else {
-		n, err = copyBody(bw, bodyReader{io.LimitReader(o.Body, o.ContentLength)}, o.streamBody)
+		n, err = copyBody(bw, bodyReader{io.LimitReader(o.Body, o.ContentLength), pc}, o.streamBody)
 	}
 	if err != nil {
 		return false, err
 	}
 	// Read what is left to report a body longer than declared, as net/http.
-	extra, err := io.Copy(io.Discard, bodyReader{o.Body})
+	extra, err := io.Copy(io.Discard, bodyReader{o.Body, pc})
 	if err != nil {
 		return false, err
 	}
@@ -451,11 +452,14 @@ var (
 )
 
 // bodyReader tags errors of the caller's body so they are told apart from
-// the connection's write errors.
-type bodyReader struct{ r io.Reader }
+// the connection's write errors; its Reads are pc's (readReqBody).
+type bodyReader struct {
+	r  io.Reader
+	pc *Conn
+}
 
 func (b bodyReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
+	n, err := b.pc.readReqBody(b.r, p)
 	if err != nil && err != io.EOF {
 		err = requestBodyReadError{err}
 	}
@@ -464,7 +468,7 @@ func (b bodyReader) Read(p []byte) (int, error) {
 
 // writeChunkedBody writes the body with the chunked coding, one chunk per
 // read, each sent when written, and the caller's trailers.
-func writeChunkedBody(bw *bufio.Writer, o *Outgoing) error {
+func writeChunkedBody(bw *bufio.Writer, o *Outgoing, pc *Conn) error {
 	if r := inMemoryReader(o.Body); r != nil && !o.streamBody {
 		// Known in memory: what is left goes as one chunk, written past the
 		// buffer in one Write, as net/http's chunked writer gets it from
@@ -484,7 +488,7 @@ func writeChunkedBody(bw *bufio.Writer, o *Outgoing) error {
 	defer copyBufPool.Put(bufp)
 	buf := *bufp
 	for {
-		n, err := o.Body.Read(buf)
+		n, err := pc.readReqBody(o.Body, buf)
 		if n > 0 {
 			bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(n), 16))
 			bw.WriteString("\r\n")
