@@ -4,8 +4,6 @@ import (
 	"io"
 	"net/http"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -94,37 +92,6 @@ func BenchmarkRoundTrip(b *testing.B) {
 		benchRoundTripH2(b, impl.name)
 	}
 	benchRoundTripH2(b, "xnet")
-}
-
-// BenchmarkParseHeader measures parsing response header blocks of 4, 16
-// and 24 fields with the map pre-sized from the moving average (as
-// connections do) against no pre-sizing.
-func BenchmarkParseHeader(b *testing.B) {
-	for _, n := range []int{4, 16, 24} {
-		head := string(benchResponse(n))
-		head = head[:strings.Index(head, "\r\n\r\n")+4]
-		_, fields := nextLine(head)
-		b.Run("n="+strconv.Itoa(n)+"/moving-average", func(b *testing.B) {
-			pc := &h1Conn{t: &Transport{}}
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				h, k, err := parseHeaderFields(fields, (pc.hdrEstimate+15)/16)
-				if err != nil || len(h) != n {
-					b.Fatal(err, len(h))
-				}
-				pc.learnHeaderCount(k)
-			}
-		})
-		b.Run("n="+strconv.Itoa(n)+"/no-presize", func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				h, _, err := parseHeaderFields(fields, 0)
-				if err != nil || len(h) != n {
-					b.Fatal(err, len(h))
-				}
-			}
-		})
-	}
 }
 
 // benchServedGets adds the serial and parallel rows of one client and

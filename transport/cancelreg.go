@@ -100,7 +100,7 @@ func (r *cancelRegistry) cancel(req *http.Request) {
 	s.mu.Unlock()
 	switch {
 	case found.pc != nil:
-		found.pc.abort(found.gen, errRequestCanceled)
+		found.pc.Abort(found.gen, errRequestCanceled)
 	case found.stop != nil:
 		found.stop(errRequestCanceled)
 	}

@@ -1,7 +1,7 @@
 package transport
 
-// More of cancellation while a request waits for its connection (getconn.go),
-// from a review of it: what the wait leaves behind, late signals, the dial
+// More of cancellation while a request waits for its connection (getconn.go):
+// what the wait leaves behind, late signals, the dial
 // context's values, a proxy's CONNECT, a dialer that panics.
 
 import (

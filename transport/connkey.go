@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/proxydial"
 	"golang.org/x/net/idna"
 )
@@ -35,7 +36,7 @@ func (k connKey) proxied() bool { return k.proxy != (proxydial.Key{}) }
 // URL's Host is not already in that form.
 func originAddr(u *url.URL) (string, error) {
 	host := u.Host
-	if canonicalHostPort(host) {
+	if h1conn.CanonicalHostPort(host) {
 		return host, nil
 	}
 	h, port := u.Hostname(), u.Port()

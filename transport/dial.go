@@ -28,15 +28,7 @@ func (t *Transport) dialConn(ctx context.Context, key connKey, ds *dialState) (*
 	if err != nil {
 		return nil, err
 	}
-	return t.h1FromDial(key, d), nil
-}
-
-// h1FromDial makes a dialled connection an HTTP/1.1 connection.
-func (t *Transport) h1FromDial(key connKey, d dialedConn) *h1Conn {
-	pc := newH1Conn(t, key, d.conn)
-	pc.tlsState = d.tlsState
-	pc.sock.guard = d.guard
-	return pc
+	return newH1Conn(t, key, d), nil
 }
 
 // dialRaw opens a connection for key: the caller's DialTLSContext /

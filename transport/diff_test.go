@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/selfsigned"
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // scenario is one row of the differential table.
@@ -150,7 +151,7 @@ var scenarios = []scenario{
 	{name: "keepalive/early-close-stalled", raw: earlyCloseScript(func(c *rawConn) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10000\r\n\r\n"+strings.Repeat("x", 100))
 	}), run: earlyCloseRun(10)},
-	{name: "keepalive/early-close-chunked-trailer", raw: earlyCloseScript(send(chunkedResponse(120000, 30000, true))), run: earlyCloseRun(10)},
+	{name: "keepalive/early-close-chunked-trailer", raw: earlyCloseScript(send(testpeer.ChunkedResponse(120000, 30000, true))), run: earlyCloseRun(10)},
 	{name: "keepalive/early-close-gzip-half-read", raw: earlyCloseScript(send(gzipResponse(gzip300k))), run: earlyCloseRun(150 << 10)},
 	{name: "body/post-bytes", handler: hello, run: one("POST", "/p", func() io.Reader { return strings.NewReader("payload") }, nil)},
 	{name: "body/post-empty", handler: hello, run: one("POST", "/p", nil, nil)},

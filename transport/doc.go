@@ -13,9 +13,11 @@
 //     connection it found pooled: a shallow copy whose Body is the one
 //     sent) and returns a nil error whenever it obtained a response.
 //   - HTTP/1.1 requests are written and response heads read on the caller's
-//     goroutine; a request body that is not known to be in memory is written
-//     by one goroutine for that request only, so a server may answer before
-//     it has read the whole body.
+//     goroutine (internal/h1conn, whose Conn the pool holds through the
+//     small h1conn.Owner interface and shared h1conn.Config); a request body
+//     that is not known to be in memory is written by one goroutine for that
+//     request only, so a server may answer before it has read the whole
+//     body.
 //   - A response body read to EOF hands its connection back to the pool
 //     before the caller sees io.EOF; a body closed early closes the
 //     connection, except that, built with Go 1.27 or later, ferry does what

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -19,8 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/gzipbody"
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
-
+	"github.com/ferryhttp/ferry/internal/testpeer"
 	"go.uber.org/goleak"
 )
 
@@ -44,38 +45,10 @@ import (
 // bodies (1.27 and later).
 var toolchainDrains = version.Compare(version.Lang(runtime.Version()), "go1.27") >= 0
 
-func TestEarlyCloseToolchainTag(t *testing.T) {
-	if drainOnEarlyClose != toolchainDrains {
-		t.Fatalf("drainOnEarlyClose = %v built by %s", drainOnEarlyClose, runtime.Version())
-	}
-}
-
 // Response builders for the scripted servers.
 
 func lengthResponse(n int) string {
 	return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", n, strings.Repeat("x", n))
-}
-
-// chunkedResponse is a chunked body of total bytes in chunks of at most
-// chunk bytes, with a trailer "X-T: v" announced in the head when trailer.
-func chunkedResponse(total, chunk int, trailer bool) string {
-	var b strings.Builder
-	b.WriteString("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n")
-	if trailer {
-		b.WriteString("Trailer: X-T\r\n")
-	}
-	b.WriteString("\r\n")
-	for total > 0 {
-		n := min(chunk, total)
-		fmt.Fprintf(&b, "%x\r\n%s\r\n", n, strings.Repeat("c", n))
-		total -= n
-	}
-	b.WriteString("0\r\n")
-	if trailer {
-		b.WriteString("X-T: v\r\n")
-	}
-	b.WriteString("\r\n")
-	return b.String()
 }
 
 // noisyGzip is the gzip encoding of raw bytes of pseudo-random data (fixed
@@ -158,8 +131,8 @@ func closeEarly(t *testing.T, e *earlyCloseRequest, resp *http.Response, n int) 
 		t.Fatalf("Close: %v", err)
 	}
 	e.cancel()
-	if _, err := resp.Body.Read(make([]byte, 1)); err == nil || err.Error() != errReadOnClosedBody.Error() {
-		t.Fatalf("Read after Close: %v, want %v", err, errReadOnClosedBody)
+	if _, err := resp.Body.Read(make([]byte, 1)); err == nil || err.Error() != gzipbody.ErrReadAfterClose.Error() {
+		t.Fatalf("Read after Close: %v, want %v", err, gzipbody.ErrReadAfterClose)
 	}
 }
 
@@ -261,7 +234,7 @@ var earlyCloseCases = []earlyCloseCase{
 	{name: "length-256k-plus-1", first: send(lengthResponse(256<<10 + 1)), read: 1},
 	// The limit is on resp.ContentLength, not on what is left.
 	{name: "length-300k-mostly-read", first: send(lengthResponse(300 << 10)), read: 290 << 10},
-	{name: "chunked-trailer", first: send(chunkedResponse(120000, 30000, true)), read: 10, keeps: true,
+	{name: "chunked-trailer", first: send(testpeer.ChunkedResponse(120000, 30000, true)), read: 10, keeps: true,
 		check: func(t *testing.T, resp *http.Response) {
 			// The trailer read by the drain is discarded, as net/http does:
 			// the Response is the caller's once Close returned.
@@ -271,9 +244,9 @@ var earlyCloseCases = []earlyCloseCase{
 		}},
 	// Unknown length: the drain tries, but reads at most 256 KiB + 1 bytes
 	// and keeps the connection only when it met the end before that.
-	{name: "chunked-300k", first: send(chunkedResponse(300<<10, 16<<10, false)), read: 10},
-	{name: "chunked-256k-left", first: send(chunkedResponse(256<<10+10, 16<<10, false)), read: 10, keeps: true},
-	{name: "chunked-256k-plus-1-left", first: send(chunkedResponse(256<<10+11, 16<<10, false)), read: 10},
+	{name: "chunked-300k", first: send(testpeer.ChunkedResponse(300<<10, 16<<10, false)), read: 10},
+	{name: "chunked-256k-left", first: send(testpeer.ChunkedResponse(256<<10+10, 16<<10, false)), read: 10, keeps: true},
+	{name: "chunked-256k-plus-1-left", first: send(testpeer.ChunkedResponse(256<<10+11, 16<<10, false)), read: 10},
 	// Transparent gzip makes resp.ContentLength -1, so a compressed length
 	// over 256 KiB does not stop the drain when less than that is left.
 	{name: "gzip-300k-half-read", first: send(gzipResponse(gzip300k)), read: 150 << 10, gzip: true, keeps: true,
@@ -405,7 +378,7 @@ func TestEarlyCloseDuringBlockedRead(t *testing.T) {
 				n, err := resp.Body.Read(make([]byte, 10))
 				done <- result{n, err}
 			}()
-			waitReading(t, resp.Body.(*h1Body))
+			waitReading(t, resp.Body.(*h1conn.Body))
 			resp.Body.Close()
 			e.cancel()
 			// Go 1.27 keeps the Read waiting in the window: the rest must come
@@ -423,11 +396,11 @@ func TestEarlyCloseDuringBlockedRead(t *testing.T) {
 			switch {
 			case toolchainDrains && tc.sendsRest:
 				// The Read may get the first bytes of the rest.
-				if r.err != nil && r.err.Error() != errReadOnClosedBody.Error() {
+				if r.err != nil && r.err.Error() != gzipbody.ErrReadAfterClose.Error() {
 					t.Errorf("blocked Read: %d, %v", r.n, r.err)
 				}
-			case r.n != 0 || r.err == nil || r.err.Error() != errReadOnClosedBody.Error():
-				t.Errorf("blocked Read: %d, %v; want 0, %v", r.n, r.err, errReadOnClosedBody)
+			case r.n != 0 || r.err == nil || r.err.Error() != gzipbody.ErrReadAfterClose.Error():
+				t.Errorf("blocked Read: %d, %v; want 0, %v", r.n, r.err, gzipbody.ErrReadAfterClose)
 			}
 			kept := e.settle(t, srv)
 			if want := wantKept(tc.sendsRest); kept != want {
@@ -440,13 +413,9 @@ func TestEarlyCloseDuringBlockedRead(t *testing.T) {
 
 // waitReading waits until a Read on b is doing I/O (its state is
 // bodyReading), so that Close meets the blocked Read.
-func waitReading(t *testing.T, b *h1Body) {
+func waitReading(t *testing.T, b *h1conn.Body) {
 	t.Helper()
-	waitFor(t, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.state == bodyReading
-	})
+	waitFor(t, b.InRead)
 }
 
 // TestEarlyCloseThenCloseIdleConnections: CloseIdleConnections while a
@@ -485,103 +454,16 @@ func TestEarlyCloseAbortedRequest(t *testing.T) {
 	e := newEarlyCloseRequest(t, srv.URL)
 	resp := e.send(t, tr)
 	e.cancel()
-	pc := resp.Body.(*h1Body).pc
-	waitFor(t, func() bool { return pc.aborted() != nil }) // the context's AfterFunc ran
+	pc := resp.Body.(*h1conn.Body).Conn()
+	waitFor(t, func() bool { return pc.Aborted() != nil }) // the context's AfterFunc ran
 	resp.Body.Close()
-	if _, err := resp.Body.Read(make([]byte, 1)); err == nil || err.Error() != errReadOnClosedBody.Error() {
+	if _, err := resp.Body.Read(make([]byte, 1)); err == nil || err.Error() != gzipbody.ErrReadAfterClose.Error() {
 		t.Fatalf("Read after Close: %v", err)
 	}
 	if e.settle(t, srv) {
 		t.Fatal("aborted connection pooled")
 	}
 	checkSettled(t, tr, srv, false)
-}
-
-// TestEarlyCloseDrainBudget checks the drain's byte budget on bodies read
-// from memory: the end must come within 256 KiB of what is left, counted as
-// net/http counts (it copies at most 256 KiB + 1 bytes and keeps the
-// connection only when the copy stopped short at EOF).
-func TestEarlyCloseDrainBudget(t *testing.T) {
-	chunkedBody := func(n int) string {
-		resp := chunkedResponse(n, 16<<10, true)
-		return resp[strings.Index(resp, "\r\n\r\n")+4:]
-	}
-	for _, tc := range []struct {
-		name   string
-		kind   bodyKind
-		length int64
-		wire   string
-		ended  bool
-	}{
-		{"length-256k", bodyLength, 256 << 10, strings.Repeat("x", 256<<10), true},
-		// Only a transparently decompressed body may be drained with a
-		// Content-Length over 256 KiB; its end then comes with byte 256 KiB + 1.
-		{"length-256k-plus-1", bodyLength, 256<<10 + 1, strings.Repeat("x", 256<<10+1), false},
-		{"length-cut-short", bodyLength, 1000, strings.Repeat("x", 999), false},
-		{"chunked-256k", bodyChunked, -1, chunkedBody(256 << 10), true},
-		{"chunked-256k-plus-1", bodyChunked, -1, chunkedBody(256<<10 + 1), false},
-		{"chunked-empty", bodyChunked, -1, chunkedBody(0), true},
-		{"chunked-malformed", bodyChunked, -1, "5\r\nabcdeXX", false},
-		{"chunked-no-end", bodyChunked, -1, "5\r\nabcde\r\n", false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pc := &h1Conn{t: &Transport{}, br: bufio.NewReader(strings.NewReader(tc.wire))}
-			trailer := http.Header{"X-T": nil}
-			var b h1Body
-			b.init(pc, tc.kind, tc.length, &trailer)
-			b.dropTrailer = true
-			buf := make([]byte, 32<<10)
-			if got := b.discardRest(buf); got != tc.ended {
-				t.Errorf("discardRest = %v, want %v", got, tc.ended)
-			}
-			if len(trailer) != 1 || trailer["X-T"] != nil {
-				t.Errorf("trailer stored while draining: %v", trailer)
-			}
-		})
-	}
-}
-
-// TestEarlyCloseBufferedRest closes a body whose rest is already in the
-// read buffer (over an in-memory pipe, so what is buffered is exactly
-// known): Close discards it at once when it is within the limit, and leaves
-// a rest over the limit (possible for a decompressed body with a large
-// ReadBufferSize) to the drain, which gives up on it, as net/http would.
-func TestEarlyCloseBufferedRest(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		rest  int
-		keeps bool // on Go 1.27
-	}{
-		{"256k", 256 << 10, true},
-		{"256k-plus-1", 256<<10 + 1, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tr := &Transport{ReadBufferSize: 1 << 20, drainTime: time.Minute}
-			tr.init()
-			defer tr.CloseIdleConnections()
-			client, server := net.Pipe()
-			defer server.Close()
-			pc := newH1Conn(tr, connKey{scheme: "http", addr: "buffered.test:80"}, client)
-			go server.Write(bytes.Repeat([]byte("x"), tc.rest))
-			if _, err := pc.br.Peek(tc.rest); err != nil {
-				t.Fatal(err)
-			}
-			trailer := http.Header(nil)
-			var b h1Body
-			b.init(pc, bodyLength, int64(tc.rest), &trailer)
-			b.bigLength = false // as for a transparently decompressed body
-			b.Close()
-			want := wantKept(tc.keeps)
-			if idle := tr.pool.Stats().Idle; idle != map[bool]int{true: 1}[want] {
-				t.Fatalf("idle connections after Close: %d, want kept = %v", idle, want)
-			}
-			if !want { // the connection is closed, by Close or by the drain
-				if _, err := server.Read(make([]byte, 1)); err != io.EOF {
-					t.Fatalf("server end: %v, want EOF", err)
-				}
-			}
-		})
-	}
 }
 
 // TestEarlyCloseTLS: the drain's deadline works the same through TLS (an

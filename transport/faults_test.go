@@ -55,7 +55,9 @@ var faults = []fault{
 				return
 			}
 		}
-	}, wantErr: true, check: func(err error) bool { return errors.Is(err, errChunkOverhead) }},
+	}, wantErr: true, check: func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "chunked encoding contains too much non-data")
+	}},
 	{name: "endless-header", script: func(c *rawConn) {
 		c.readRequest()
 		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
@@ -64,7 +66,9 @@ var faults = []fault{
 				return
 			}
 		}
-	}, wantErr: true, check: func(err error) bool { var e headerLimitError; return errors.As(err, &e) }},
+	}, wantErr: true, check: func(err error) bool {
+		return err != nil && strings.Contains(err.Error(), "server response headers exceeded")
+	}},
 	{name: "close-before-any-byte", script: func(c *rawConn) {
 		c.readRequest()
 	}, wantErr: true, check: func(err error) bool { return errors.Is(err, io.EOF) }},

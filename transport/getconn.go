@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/h2conn"
 	"github.com/ferryhttp/ferry/internal/idlepool"
 )
@@ -29,15 +30,15 @@ import (
 // getConn returns a connection for key, firing GetConn and, for an
 // HTTP/1 connection, GotConn: an exclusive *h1Conn, or a shared connection
 // with a stream reserved (whose RoundTrip fires GotConn itself).
-func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *dialState) (*h1Conn, sharedConn, error) {
-	trace := o.trace
+func (t *Transport) getConn(ctx context.Context, o *h1conn.Outgoing, key connKey, ds *dialState) (*h1Conn, sharedConn, error) {
+	trace := o.Trace
 	// A request wants connections kept again (net/http: queueForIdleConn
 	// undoes CloseIdleConnections' closeIdle).
 	if t.closeIdle.Load() {
 		t.closeIdle.Store(false)
 	}
-	if o.getConnFired {
-		o.getConnFired = false // a retry is a new attempt: it fires again
+	if o.GetConnFired {
+		o.GetConnFired = false // a retry is a new attempt: it fires again
 	} else if trace != nil && trace.GetConn != nil {
 		trace.GetConn(ds.firstHop(key))
 	}
@@ -75,9 +76,9 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			// Acquire may wait for a slot: sw arms w only if it does (w
 			// may be armed already, from an earlier wait), and lets the
 			// key's idle QUIC connections give their slots up once this
-			// request is queued (quicYieldSlot, maxconns9.go).
+			// request is queued (quicYieldSlot, maxconns.go).
 			sw = slotWaits.Get().(*slotWait)
-			sw.Context, sw.t, sw.req, sw.key, sw.w = ctx, t, o.req, key, w
+			sw.Context, sw.t, sw.req, sw.key, sw.w = ctx, t, o.Req, key, w
 			actx = sw
 		} else if w != nil {
 			actx = w.ctx
@@ -109,17 +110,17 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 					return nil, nil, err
 				}
 			}
-			if !pc.fitForReuse(o.req, idleFor) {
-				pc.closeAndRelease()
+			if !pc.FitForReuse(o.Req, idleFor) {
+				pc.CloseAndRelease()
 				continue
 			}
 			if trace != nil && trace.GotConn != nil {
-				trace.GotConn(httptrace.GotConnInfo{Conn: pc.conn, Reused: true, WasIdle: idleFor > 0, IdleTime: idleFor})
+				trace.GotConn(httptrace.GotConnInfo{Conn: pc.NetConn(), Reused: true, WasIdle: idleFor > 0, IdleTime: idleFor})
 			}
 			return pc, nil, nil
 		}
 		if w == nil {
-			w = t.armConnWait(ctx, o.req)
+			w = t.armConnWait(ctx, o.Req)
 		} else if w.ctx.Err() != nil {
 			// Cancelled as the pool gave it the slot: no dial.
 			t.releaseTCPSlot(key)
@@ -157,7 +158,7 @@ func (t *Transport) getConn(ctx context.Context, o *outgoing, key connKey, ds *d
 			return nil, nil, cerr
 		}
 		if trace != nil && trace.GotConn != nil {
-			trace.GotConn(httptrace.GotConnInfo{Conn: pc.conn})
+			trace.GotConn(httptrace.GotConnInfo{Conn: pc.NetConn()})
 		}
 		return pc, nil, nil
 	}
@@ -200,7 +201,7 @@ func (t *Transport) dialHeld(w *connWait, key connKey, ds *dialState) (pc *h1Con
 //
 // Done also runs quicYieldSlot: by then the request is queued, so a QUIC
 // connection of its key that goes idle later sees it waiting
-// (maxconns9.go).
+// (maxconns.go).
 type slotWait struct {
 	context.Context // the request's (Deadline, Value, and Err until armed)
 	t               *Transport
@@ -243,14 +244,7 @@ func (s *slotWait) Value(key any) any {
 // dialled for a request that went away. It counts as reused from now on:
 // no goroutine watches it while it is idle, so a request that finds it dead
 // is retried under the rules for reused connections.
-func (t *Transport) giveBack(pc *h1Conn) {
-	if t.DisableKeepAlives {
-		pc.closeAndRelease()
-		return
-	}
-	pc.reused = true
-	pc.putIdle()
-}
+func (t *Transport) giveBack(pc *h1Conn) { pc.GiveBack() }
 
 // connWait carries a request's cancellation signals into its wait for a
 // connection and its dial, as net/http's getConn does: the request's

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/h2conn"
 	"github.com/ferryhttp/ferry/internal/idlepool"
 )
@@ -217,7 +218,7 @@ func (t *Transport) dialAny(w *connWait, key connKey, ds *dialState) (*h1Conn, s
 	}
 	if sc == nil {
 		outcome = dialSpokeH1
-		return t.h1FromDial(key, d), nil, false, nil
+		return newH1Conn(t, key, d), nil, false, nil
 	}
 	// Take our stream before anyone else can see the connection.
 	if t.h2.beforeFirstStream != nil {
@@ -340,18 +341,18 @@ func (t *Transport) sharedFromDial(key connKey, d dialedConn) (sharedConn, error
 
 // roundTripShared sends req on sc (a stream is reserved). It returns the
 // response, a final error (req's body closed), or errRetryShared when the
-// server did not process the request and it may go out again (o.body then
+// server did not process the request and it may go out again (o.Body then
 // holds the body to send). The final errors are net/http's: the error of
 // the last attempt once the retries are spent, "cannot retry" around it
 // for a body that cannot be sent again, the context's error when it ends
 // during the backoff.
-func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *outgoing, key connKey, sc sharedConn, att *sharedAttempts) (*http.Response, error) {
+func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *h1conn.Outgoing, key connKey, sc sharedConn, att *sharedAttempts) (*http.Response, error) {
 	sreq := req
-	var rb *replayBody
-	if o.body != nil {
+	var rb *h2conn.ReplayBody
+	if o.Body != nil {
 		// x/net closes the body on every error; the wrapper keeps an unread
 		// body open until we know whether it is sent again.
-		rb = &replayBody{body: o.body}
+		rb = h2conn.NewReplayBody(o.Body)
 		r2 := *req
 		r2.Body = rb
 		r2.GetBody = nil
@@ -359,7 +360,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 	}
 	resp, err := sc.RoundTrip(sreq)
 	if err == nil {
-		rb.settle()
+		rb.Settle()
 		resp.Request = req
 		if _, ok := sc.(*h2Shared); ok && att.pooledH2 && rb != nil {
 			// net/http hands such a request to its HTTP/2 round tripper
@@ -378,7 +379,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 	}
 	var np *h2conn.NotProcessedError
 	if !errors.As(err, &np) {
-		rb.closeBody()
+		rb.CloseBody()
 		return nil, err
 	}
 	// A granted stream the connection had no room for when the request
@@ -393,32 +394,32 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *o
 	// retry (with its backoff) in case a connection keeps refusing.
 	limit := np.Reason == h2conn.ReasonStreamLimit && att.limitRefusals < maxLimitRefusals
 	if !limit && att.retries >= maxSharedRetries {
-		rb.closeBody()
+		rb.CloseBody()
 		return nil, np.Err
 	}
-	if o.body != nil && req.GetBody == nil && !np.BodyUnread {
-		rb.closeBody()
+	if o.Body != nil && req.GetBody == nil && !np.BodyUnread {
+		rb.CloseBody()
 		return nil, fmt.Errorf("http2: Transport: cannot retry err [%w] after Request.Body was written; define Request.GetBody to avoid this error", np.Err)
 	}
 	if err := ctx.Err(); err != nil {
-		rb.closeBody()
+		rb.CloseBody()
 		return nil, err
 	}
 	if limit {
 		att.limitRefusals++
-		rb.detach() // another connection takes it at once, no backoff
+		rb.Detach() // another connection takes it at once, no backoff
 		return nil, errRetryShared
 	}
 	att.retries++
-	if o.body != nil && req.GetBody == nil {
-		rb.detach() // unread: the same body goes out again
+	if o.Body != nil && req.GetBody == nil {
+		rb.Detach() // unread: the same body goes out again
 	} else if rb != nil {
-		rb.closeBody()
+		rb.CloseBody()
 		body, gerr := req.GetBody()
 		if gerr != nil {
 			return nil, gerr
 		}
-		o.body = body
+		o.Body = body
 	}
 	if err := t.h2.retryBackoff(ctx, att.retries); err != nil {
 		closeOutgoing(o)

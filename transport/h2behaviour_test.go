@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/h2conn"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
 	"github.com/ferryhttp/ferry/internal/testpeer"
@@ -366,29 +367,29 @@ func (b *countingBody) Close() error { b.closed.Add(1); return nil }
 func TestH2ReplayBody(t *testing.T) {
 	cases := []struct {
 		name      string
-		steps     func(b *replayBody)
+		steps     func(b *h2conn.ReplayBody)
 		wantClose int32
 	}{
-		{"close-held-then-settle", func(b *replayBody) { b.Close(); b.settle() }, 1},
-		{"settle-then-close", func(b *replayBody) { b.settle(); b.Close(); b.Close() }, 1},
-		{"close-held-then-detach", func(b *replayBody) { b.Close(); b.detach(); b.Close() }, 0},
-		{"close-held-then-closeBody", func(b *replayBody) { b.Close(); b.closeBody(); b.closeBody() }, 1},
-		{"detach-then-closeBody", func(b *replayBody) { b.detach(); b.closeBody() }, 0},
+		{"close-held-then-settle", func(b *h2conn.ReplayBody) { b.Close(); b.Settle() }, 1},
+		{"settle-then-close", func(b *h2conn.ReplayBody) { b.Settle(); b.Close(); b.Close() }, 1},
+		{"close-held-then-detach", func(b *h2conn.ReplayBody) { b.Close(); b.Detach(); b.Close() }, 0},
+		{"close-held-then-closeBody", func(b *h2conn.ReplayBody) { b.Close(); b.CloseBody(); b.CloseBody() }, 1},
+		{"detach-then-closeBody", func(b *h2conn.ReplayBody) { b.Detach(); b.CloseBody() }, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cb := &countingBody{Reader: strings.NewReader("x")}
-			b := &replayBody{body: cb}
+			b := h2conn.NewReplayBody(cb)
 			tc.steps(b)
 			if got := cb.closed.Load(); got != tc.wantClose {
 				t.Fatalf("closed %d times, want %d", got, tc.wantClose)
 			}
 		})
 	}
-	var nilBody *replayBody
-	nilBody.settle()
-	nilBody.detach()
-	nilBody.closeBody()
+	var nilBody *h2conn.ReplayBody
+	nilBody.Settle()
+	nilBody.Detach()
+	nilBody.CloseBody()
 }
 
 func TestH2ProtocolSelection(t *testing.T) {
@@ -476,7 +477,7 @@ func TestH2StreamLimitRetry(t *testing.T) {
 	body := &countingBody{Reader: strings.NewReader("payload")}
 	req := newReq(t, "POST", "https://example.invalid/", nil).WithContext(ctx)
 	req.Body, req.GetBody = body, nil
-	o := &outgoing{req: req, body: body}
+	o := &h1conn.Outgoing{Req: req, Body: body}
 	sc := &limitRefusingConn{}
 	att := sharedAttempts{retries: maxSharedRetries - 1}
 	for range 3 {
@@ -489,10 +490,10 @@ func TestH2StreamLimitRetry(t *testing.T) {
 		t.Fatalf("retries = %d, limit refusals %d, want %d and 3 (a stream-limit refusal is not counted as a retry)",
 			att.retries, att.limitRefusals, maxSharedRetries-1)
 	}
-	if o.body != io.ReadCloser(body) || body.closed.Load() != 0 {
-		t.Fatalf("body replaced (%v) or closed %d times; the retry must get it unread", o.body != io.ReadCloser(body), body.closed.Load())
+	if o.Body != io.ReadCloser(body) || body.closed.Load() != 0 {
+		t.Fatalf("body replaced (%v) or closed %d times; the retry must get it unread", o.Body != io.ReadCloser(body), body.closed.Load())
 	}
-	if got, _ := io.ReadAll(o.body); string(got) != "payload" {
+	if got, _ := io.ReadAll(o.Body); string(got) != "payload" {
 		t.Fatalf("body left for the retry reads %q", got)
 	}
 }

@@ -13,9 +13,9 @@ import (
 
 // A connection's first stream, and resets and GOAWAYs aimed at it, side by
 // side with net/http (compareImpls: each implementation against its own
-// fresh loopback server). Each of these failed on Go 1.26 when an audit
-// wrote it: ferry's in-use marking spent stream 1 (internal/h2conn), and
-// ferry did not retry a PROTOCOL_ERROR reset as Go 1.26's net/http does.
+// fresh loopback server). On Go 1.26 each fails if ferry's in-use marking
+// spends stream 1 (internal/h2conn), or if ferry does not retry a
+// PROTOCOL_ERROR reset as Go 1.26's net/http does.
 
 // TestH2ProtocolErrorResetRetried: the server resets the first
 // request's stream with PROTOCOL_ERROR. Go 1.26's net/http retries it

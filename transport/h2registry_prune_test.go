@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The interleaving behind TestChaos10CancelStorm/h2_DisableKeepAlives'
+// The interleaving behind TestCancelStorm/h2_DisableKeepAlives'
 // leftover connections, made deterministic. With DisableKeepAlives every
 // HTTP/2 connection carries one request, yet sits in the pool's shared
 // list (and the registry CloseIdleConnections walks) from its dial on.
@@ -24,9 +24,9 @@ import (
 // before its connection joins the registry, which prunes at that add.
 
 func TestH2RegistryPruneLeavesPool(t *testing.T) {
-	chaosLeakCheck(t, func(t *testing.T) {
+	stressLeakCheck(t, func(t *testing.T) {
 		release := make(chan struct{})
-		srv := startChaosH2(t, release, func(w http.ResponseWriter, r *http.Request) {
+		srv := startStressH2(t, release, func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/fast" {
 				io.WriteString(w, "ok")
 				return
@@ -38,7 +38,7 @@ func TestH2RegistryPruneLeavesPool(t *testing.T) {
 			case <-release:
 			}
 		}, nil)
-		_, tr := chaosH2Client(t, "ferry", &http.Transport{DisableKeepAlives: true})
+		_, tr := stressH2Client(t, "ferry", &http.Transport{DisableKeepAlives: true})
 		defer tr.CloseIdleConnections()
 
 		type held struct {
@@ -112,7 +112,7 @@ func TestH2RegistryPruneLeavesPool(t *testing.T) {
 				}
 			})
 		}
-		if p := chaosFinalGet(t, tr, srv.URL+"/fast"); p != "HTTP/2.0" {
+		if p := stressFinalGet(t, tr, srv.URL+"/fast"); p != "HTTP/2.0" {
 			t.Fatalf("spoke %s, want HTTP/2", p)
 		}
 		tr.h2.beforeFirstStream = nil

@@ -94,7 +94,7 @@ func checkOneDial(t *testing.T, s *testpeer.H2Server, tr *Transport, why string)
 // requests beyond the first do without a limit (README), not dial a
 // connection net/http would not have dialled. Before, it dialled: with a
 // server that answers nothing until 10 streams are open
-// (TestChaos10H2GoAwayWithWaiters, MaxConnsPerHost 2) the second
+// (TestH2GoAwayWithQueuedWaiters, MaxConnsPerHost 2) the second
 // connection served every other request while the first waited for its
 // SETTINGS probe, and its requests waited for the server for good.
 //
@@ -105,7 +105,7 @@ func checkOneDial(t *testing.T, s *testpeer.H2Server, tr *Transport, why string)
 // own (the defect). Both must be answered on one connection that ferry
 // dialled once; B found its stream in the pool and is no dial.
 func TestH2SecondStreamWaitsForSettingsUnderMaxConns(t *testing.T) {
-	chaosLeakCheck(t, func(t *testing.T) {
+	stressLeakCheck(t, func(t *testing.T) {
 		s, arrived, releaseA := settingsWaitServer(t)
 		tr := settingsWaitTransport(2)
 		defer closeIdle(tr)
@@ -136,6 +136,6 @@ func TestH2SecondStreamWaitsForSettingsUnderMaxConns(t *testing.T) {
 			t.Fatalf("A: %q %s; B: %q %s", oA.Body, oA.Err, oB.Body, oB.Err)
 		}
 		checkOneDial(t, s, tr, ": B dialled its own while the first connection waited for SETTINGS")
-		chaosPoolEmpty(t, tr)
+		stressPoolEmpty(t, tr)
 	})
 }

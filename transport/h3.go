@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferryhttp/ferry/altsvc"
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/h3conn"
 )
 
@@ -49,12 +50,16 @@ import (
 // has then left the pool and the alternative is marked broken (h3dial.go).
 // Any other failure is returned.
 
+// errQUICLate closes the open QUIC dial phases of a request that stopped
+// waiting for the handshake when the head start ended.
+var errQUICLate = fmt.Errorf("ferry/transport: QUIC handshake not done when the head start ended; request sent over TCP: %w", h3conn.ErrHeadStartExpired)
+
 // roundTripH3 sends req over HTTP/3 if it should go there. handled is false
 // when the request is to go over TCP; o may then carry a body rewound by
 // GetBody. When handled is true, req.Body has been closed on error.
-func (t *Transport) roundTripH3(req *http.Request, o *outgoing, key connKey) (resp *http.Response, err error, handled bool) {
+func (t *Transport) roundTripH3(req *http.Request, o *h1conn.Outgoing, key connKey) (resp *http.Response, err error, handled bool) {
 	if key.scheme != "https" || key.proxied() || !t.h3Enabled() ||
-		o.method == "CONNECT" || isUpgradeRequest(req.Header) {
+		o.Method == "CONNECT" || h1conn.IsUpgradeRequest(req.Header) {
 		return nil, nil, false
 	}
 	h := t.h3init()
@@ -69,9 +74,9 @@ func (t *Transport) roundTripH3(req *http.Request, o *outgoing, key connKey) (re
 	if !ok {
 		return nil, nil, false
 	}
-	// GetConn fires here, once, before any wait (h3trace.go).
-	if o.trace != nil && o.trace.GetConn != nil {
-		o.trace.GetConn(key.addr)
+	// GetConn fires here, once, before any wait (h3conn.DialEvents).
+	if o.Trace != nil && o.Trace.GetConn != nil {
+		o.Trace.GetConn(key.addr)
 	}
 	hk := h3Key{origin: origin, altHost: alt.Host, altPort: alt.Port}
 	c, err := t.h3Conn(req, o, h, hk, key, alt)
@@ -80,7 +85,7 @@ func (t *Transport) roundTripH3(req *http.Request, o *outgoing, key connKey) (re
 		return nil, err, true
 	}
 	if c == nil {
-		o.getConnFired = true // this attempt goes on over TCP
+		o.GetConnFired = true // this attempt goes on over TCP
 		return nil, nil, false
 	}
 	if h.beforeSend != nil {
@@ -93,7 +98,7 @@ func (t *Transport) roundTripH3(req *http.Request, o *outgoing, key connKey) (re
 // request, or nil when the request should use TCP. It fails only when the
 // request ended while it waited for the QUIC dial (or, with
 // MaxConnsPerHost, for a QUIC stream or slot: h3ConnLimited).
-func (t *Transport) h3Conn(req *http.Request, o *outgoing, h *h3Client, hk h3Key, key connKey, alt altsvc.Alternative) (*h3conn.Conn, error) {
+func (t *Transport) h3Conn(req *http.Request, o *h1conn.Outgoing, h *h3Client, hk h3Key, key connKey, alt altsvc.Alternative) (*h3conn.Conn, error) {
 	if t.MaxConnsPerHost > 0 {
 		return t.h3ConnLimited(req, o, h, hk, key)
 	}
@@ -102,11 +107,11 @@ func (t *Transport) h3Conn(req *http.Request, o *outgoing, h *h3Client, hk h3Key
 
 // h3ConnOnce is one look for an HTTP/3 connection: a pooled one, or the
 // QUIC dial in progress or started now, waited for up to its head start.
-func (t *Transport) h3ConnOnce(req *http.Request, o *outgoing, h *h3Client, hk h3Key, key connKey, alt altsvc.Alternative) (*h3conn.Conn, error) {
+func (t *Transport) h3ConnOnce(req *http.Request, o *h1conn.Outgoing, h *h3Client, hk h3Key, key connKey, alt altsvc.Alternative) (*h3conn.Conn, error) {
 	if s, ok := h.pool.GetShared(hk); ok {
 		return s.(*h3conn.Conn), nil
 	}
-	ev := newH3DialEvents(o.trace)
+	ev := h3conn.NewDialEvents(o.Trace)
 	f, started := t.joinH3Flight(h, hk, alt, ev, key)
 	if f == nil {
 		return nil, nil
@@ -116,15 +121,15 @@ func (t *Transport) h3ConnOnce(req *http.Request, o *outgoing, h *h3Client, hk h
 	}
 	select {
 	case <-f.done:
-		ev.drain()
+		ev.Drain()
 	default:
 		if t.tcpAtHand(key) {
-			ev.detach()
+			ev.Detach()
 			return nil, nil // QUIC goes on in the background
 		}
 		wait := time.Until(f.deadline)
 		if wait <= 0 {
-			ev.detach()
+			ev.Detach()
 			return nil, nil // the head start is spent: QUIC is late or lost
 		}
 		h.waits.Add(1)
@@ -147,7 +152,7 @@ func (t *Transport) h3ConnOnce(req *http.Request, o *outgoing, h *h3Client, hk h
 // may be nil) on the request's goroutine meanwhile. It reports whether f
 // ended; if not, err is the request's end (nil when the head start ran
 // out) and the dial's open phases were closed for the request.
-func (h *h3Client) waitFlight(req *http.Request, f *h3Flight, ev *h3DialEvents, wait time.Duration) (done bool, err error) {
+func (h *h3Client) waitFlight(req *http.Request, f *h3Flight, ev *h3conn.DialEvents, wait time.Duration) (done bool, err error) {
 	var timeout <-chan time.Time
 	if h.headStartTimer != nil {
 		c, stop := h.headStartTimer(wait)
@@ -162,19 +167,19 @@ func (h *h3Client) waitFlight(req *http.Request, f *h3Flight, ev *h3DialEvents, 
 	for {
 		select {
 		case <-f.done:
-			ev.drain()
+			ev.Drain()
 			return true, nil
-		case e := <-ev.events():
-			ev.fire(e)
+		case e := <-ev.Events():
+			ev.Fire(e)
 		case <-timeout:
-			ev.abandon(errQUICLate)
+			ev.Abandon(errQUICLate)
 			return false, nil
 		case <-ctx.Done():
 			err := context.Cause(ctx)
-			ev.abandon(err)
+			ev.Abandon(err)
 			return false, err
 		case <-req.Cancel:
-			ev.abandon(errRequestCanceled)
+			ev.Abandon(errRequestCanceled)
 			return false, errRequestCanceled
 		}
 	}
@@ -203,18 +208,18 @@ func (t *Transport) tcpAtHand(key connKey) bool {
 // server may have received it, so it goes over TCP only when net/http
 // would send it again after a reused connection broke before any response
 // byte (isReplayable), with its body rewound by GetBody.
-func (t *Transport) retryDeadPath(req *http.Request, o *outgoing, err error) (*http.Response, error, bool) {
-	if !isReplayable(req) {
+func (t *Transport) retryDeadPath(req *http.Request, o *h1conn.Outgoing, err error) (*http.Response, error, bool) {
+	if !h1conn.IsReplayable(req) {
 		return nil, fmt.Errorf("ferry/transport: HTTP/3 connection lost before the response (its network path stopped acknowledging); "+
 			"not sent again because the server may have processed it and it is not replayable "+
 			"(its method is not GET, HEAD, OPTIONS or TRACE and it has no Idempotency-Key, or its body cannot be rewound: Request.GetBody is nil): %w", err), true
 	}
-	if o.body != nil {
+	if o.Body != nil {
 		body, gerr := req.GetBody()
 		if gerr != nil {
 			return nil, fmt.Errorf("ferry/transport: rewinding the body of a request lost with its HTTP/3 connection: %w", gerr), true
 		}
-		o.body = body
+		o.Body = body
 	}
 	t.stats.countRetry()
 	return nil, nil, false
@@ -222,7 +227,7 @@ func (t *Transport) retryDeadPath(req *http.Request, o *outgoing, err error) (*h
 
 // sendH3 sends req on c (a stream is reserved for it) and applies the
 // retry rules above.
-func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key connKey) (*http.Response, error, bool) {
+func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *h1conn.Outgoing, key connKey) (*http.Response, error, bool) {
 	r, ex := t.prepareH3(req, o)
 	if t.MaxConnsPerHost > 0 {
 		ex.slot = &h3ExchangeSlot{t: t, conn: c, key: key}
@@ -251,16 +256,16 @@ func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *outgoing, key c
 			t.stats.countRetry()
 			return nil, nil, false // untouched: TCP takes it as it is
 		}
-		if o.body != nil && req.GetBody == nil {
+		if o.Body != nil && req.GetBody == nil {
 			return nil, fmt.Errorf("ferry/transport: HTTP/3 server refused the request unprocessed; "+
 				"not sent again because its body cannot be rewound (Request.GetBody is nil): %w", err), true
 		}
-		if o.body != nil {
+		if o.Body != nil {
 			body, gerr := req.GetBody()
 			if gerr != nil {
 				return nil, fmt.Errorf("ferry/transport: rewinding the body of a request the HTTP/3 server refused: %w", gerr), true
 			}
-			o.body = body
+			o.Body = body
 		}
 		t.stats.countRetry()
 		return nil, nil, false

@@ -106,7 +106,7 @@ func (e *deadPathEnv) do(req *http.Request) (proto, body string, err error) {
 func TestH3DeadPathLaterRequestsUseTCP(t *testing.T) {
 	for _, maxConns := range []int{0, 1} {
 		t.Run(fmt.Sprintf("MaxConnsPerHost=%d", maxConns), func(t *testing.T) {
-			chaosLeakCheck(t, func(t *testing.T) { deadPathLaterRequests(t, maxConns) })
+			stressLeakCheck(t, func(t *testing.T) { deadPathLaterRequests(t, maxConns) })
 		})
 	}
 }
@@ -147,7 +147,7 @@ func deadPathLaterRequests(t *testing.T, maxConns int) {
 		if flights != 0 {
 			t.Errorf("%d QUIC dials in progress while the alternative is broken", flights)
 		}
-		chaosPoolEmpty(t, e.tr)
+		stressPoolEmpty(t, e.tr)
 	}
 }
 
@@ -174,7 +174,7 @@ func TestH3DeadPathReplayRules(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			chaosLeakCheck(t, func(t *testing.T) {
+			stressLeakCheck(t, func(t *testing.T) {
 				e := newDeadPathEnv(t, 0, 0)
 				e.pc.Close()
 				var rd io.Reader
@@ -211,7 +211,7 @@ func TestH3DeadPathReplayRules(t *testing.T) {
 				if proto, _, err := e.do(req); err != nil || !isTCPProto(proto) {
 					t.Errorf("next request: %s %v, want TCP", proto, err)
 				}
-				chaosPoolEmpty(t, e.tr)
+				stressPoolEmpty(t, e.tr)
 			})
 		})
 	}
@@ -223,7 +223,7 @@ func TestH3DeadPathReplayRules(t *testing.T) {
 // chunk every 250 ms): both are answered over HTTP/3, the connection is
 // not judged dead and serves the next request.
 func TestH3SlowServerKeepsConnection(t *testing.T) {
-	chaosLeakCheck(t, func(t *testing.T) {
+	stressLeakCheck(t, func(t *testing.T) {
 		const hold = 3 * time.Second
 		e := newDeadPathEnv(t, hold, 0)
 		var wg sync.WaitGroup
@@ -262,7 +262,7 @@ func TestH3SlowServerKeepsConnection(t *testing.T) {
 		if r := e.tr.Stats().Requests.Retries; r != 0 {
 			t.Errorf("Retries = %d, want 0", r)
 		}
-		chaosPoolEmpty(t, e.tr)
+		stressPoolEmpty(t, e.tr)
 	})
 }
 
@@ -274,7 +274,7 @@ func TestH3SlowServerKeepsConnection(t *testing.T) {
 // most once and, when it failed with ErrPathDead, never over TCP. Nothing
 // leaks and the pool ends empty.
 func TestH3DeadPathConcurrentStarts(t *testing.T) {
-	chaosLeakCheck(t, func(t *testing.T) {
+	stressLeakCheck(t, func(t *testing.T) {
 		e := newDeadPathEnv(t, 0, 0)
 		e.pc.Close()
 		const n = 12
@@ -316,6 +316,6 @@ func TestH3DeadPathConcurrentStarts(t *testing.T) {
 		if !brokenAlt(t, e.tr, e.u, e.port) {
 			t.Error("the alternative is not marked broken")
 		}
-		chaosPoolEmpty(t, e.tr)
+		stressPoolEmpty(t, e.tr)
 	})
 }

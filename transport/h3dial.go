@@ -29,7 +29,7 @@ import (
 // at once over all origins; see its comment for what happens beyond. A
 // flight runs on its own goroutine with a context of its own (no
 // request's cancellation; its trace hooks go to the request that started
-// it, see h3trace.go), bounded by the handshake timeout and by the
+// it, see h3conn.DialEvents), bounded by the handshake timeout and by the
 // Dialer's Close. When it ends it marks the alternative working (and
 // pools the connection) or broken (exponential backoff in the cache), then
 // wakes its waiters.
@@ -91,7 +91,7 @@ type h3Client struct {
 	waits atomic.Int64
 
 	// quic is what QUIC dials and connections hold of MaxConnsPerHost in
-	// the Transport's main pool (maxconns9.go); unused without a limit.
+	// the Transport's main pool (maxconns.go); unused without a limit.
 	quic quicSlots
 
 	// dialsNow is the number of QUIC dials running (Dialer.Dial called and
@@ -154,11 +154,11 @@ type h3Flight struct {
 	// (tests count a flight as a connection only until then).
 	dialed bool
 	// slotKey is the TCP key under which the dial holds a MaxConnsPerHost
-	// slot of the main pool (maxconns9.go); set only with a limit.
+	// slot of the main pool (maxconns.go); set only with a limit.
 	slotKey connKey
 	// events carries the dial's httptrace hooks to the request that
-	// started the flight (h3trace.go); nil when it has none.
-	events *h3DialEvents
+	// started the flight (h3conn.DialEvents); nil when it has none.
+	events *h3conn.DialEvents
 }
 
 // h3init returns t's HTTP/3 state, creating it once.
@@ -171,7 +171,7 @@ func (t *Transport) h3init() *h3Client {
 		}
 		// No MaxConnsPerKey here: with MaxConnsPerHost every QUIC dial and
 		// connection holds a slot of the main pool under its origin's TCP
-		// key instead, so that the limit covers both (maxconns9.go).
+		// key instead, so that the limit covers both (maxconns.go).
 		h.pool = idlepool.New[h3Key, *h3conn.Conn](idlepool.Config{
 			IdleTimeout: t.IdleConnTimeout,
 		})
@@ -224,7 +224,7 @@ func (t *Transport) preconnectH3(h *h3Client, o altsvc.Origin, alt altsvc.Altern
 // With MaxConnsPerHost a new flight first takes a slot of tcpKey, the
 // request's TCP key, in the main pool (takeQUICSlot); it returns nil when
 // it cannot.
-func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative, ev *h3DialEvents, tcpKey connKey) (f *h3Flight, started bool) {
+func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative, ev *h3conn.DialEvents, tcpKey connKey) (f *h3Flight, started bool) {
 	h.mu.Lock()
 	if f := h.flights[key.origin]; f != nil {
 		h.mu.Unlock()
@@ -316,7 +316,7 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 	addr := net.JoinHostPort(alt.Host, strconv.Itoa(int(alt.Port)))
 	ctx := context.Background()
 	if f.events != nil {
-		ctx = httptrace.WithClientTrace(ctx, f.events.hooks())
+		ctx = httptrace.WithClientTrace(ctx, f.events.Hooks())
 	}
 	n := h.dialsNow.Add(1)
 	for p := h.dialsPeak.Load(); n > p && !h.dialsPeak.CompareAndSwap(p, n); p = h.dialsPeak.Load() {

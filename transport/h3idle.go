@@ -167,7 +167,7 @@ func (t *Transport) closeIdleTCP(key connKey, n int) int {
 		if !ok {
 			break
 		}
-		pc.closeAndRelease()
+		pc.CloseAndRelease()
 	}
 	return n
 }

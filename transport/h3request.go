@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/gzipbody"
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/h3conn"
 )
 
@@ -33,7 +35,7 @@ type h3Exchange struct {
 	reg    *cancelRegistry // where entry is registered for CancelRequest
 	entry  cancelEntry     // the caller's request and ex.cancel
 	// slot, with MaxConnsPerHost only, lets the connection give its slot
-	// up when the request ends (maxconns9.go).
+	// up when the request ends (maxconns.go).
 	slot *h3ExchangeSlot
 
 	mu          sync.Mutex // guards headTimer and headersDone
@@ -44,8 +46,8 @@ type h3Exchange struct {
 // prepareH3 returns the request to hand to the HTTP/3 connection and the
 // exchange state, registered for CancelRequest; the caller must end it
 // with finish (directly, or through the response body).
-func (t *Transport) prepareH3(req *http.Request, o *outgoing) (*http.Request, *h3Exchange) {
-	gateBody := o.expectContinue && o.body != nil && t.ExpectContinueTimeout > 0
+func (t *Transport) prepareH3(req *http.Request, o *h1conn.Outgoing) (*http.Request, *h3Exchange) {
+	gateBody := o.ExpectContinue && o.Body != nil && t.ExpectContinueTimeout > 0
 	ex := &h3Exchange{reg: &t.cancels, parent: req.Context()}
 	ex.ctx, ex.cancel = context.WithCancelCause(req.Context())
 	ex.entry = cancelEntry{req: req, stop: ex.cancel}
@@ -67,8 +69,8 @@ func (t *Transport) prepareH3(req *http.Request, o *outgoing) (*http.Request, *h
 		// go, or the body's WroteRequest can come first (net/http fires
 		// Got100Continue before it writes the body).
 		hooks := &httptrace.ClientTrace{}
-		if o.trace != nil {
-			*hooks = *o.trace
+		if o.Trace != nil {
+			*hooks = *o.Trace
 		}
 		if d > 0 {
 			wrote := hooks.WroteRequest
@@ -80,7 +82,7 @@ func (t *Transport) prepareH3(req *http.Request, o *outgoing) (*http.Request, *h
 			}
 		}
 		if gateBody {
-			ex.gate = newContinueGate(o.body, t.ExpectContinueTimeout, o.trace)
+			ex.gate = newContinueGate(o.Body, t.ExpectContinueTimeout, o.Trace)
 			got100 := hooks.Got100Continue
 			hooks.Got100Continue = func() {
 				if got100 != nil {
@@ -89,7 +91,7 @@ func (t *Transport) prepareH3(req *http.Request, o *outgoing) (*http.Request, *h
 				ex.gate.release()
 			}
 		}
-		ctx = h3conn.ReplaceTrace(ctx, o.trace, hooks)
+		ctx = h3conn.ReplaceTrace(ctx, o.Trace, hooks)
 	}
 	r := req.WithContext(ctx)
 	if ex.gate != nil {
@@ -160,7 +162,7 @@ type h3ExchangeBody struct {
 
 func (b *h3ExchangeBody) Read(p []byte) (int, error) {
 	if b.closed.Load() {
-		return 0, errReadOnClosedBody
+		return 0, gzipbody.ErrReadAfterClose
 	}
 	n, err := b.rc.Read(p)
 	if err != nil {

@@ -38,7 +38,7 @@ func (c *failLaterCtx) Err() error {
 // taker while it still reads under that taker's request), and the
 // connection serves the next requests.
 func TestIdleWatchGiveBack(t *testing.T) {
-	chaosLeakCheck(t, func(t *testing.T) {
+	stressLeakCheck(t, func(t *testing.T) {
 		release := make(chan struct{})
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/a" {

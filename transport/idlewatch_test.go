@@ -30,7 +30,7 @@ func idleWatchStates() []string {
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
 		// A goroutine that has not run yet shows the wrapper the go
 		// statement made (watchIdle.gowrap1), not readWhileIdle.
-		if !bytes.Contains(g, []byte("(*h1Conn).readWhileIdle")) && !bytes.Contains(g, []byte("(*h1Conn).watchIdle.gowrap")) {
+		if !bytes.Contains(g, []byte("h1conn.(*Conn).readWhileIdle")) && !bytes.Contains(g, []byte("h1conn.(*Conn).watchIdle.gowrap")) {
 			continue
 		}
 		head, _, _ := bytes.Cut(g, []byte("\n"))
@@ -72,7 +72,7 @@ func hidingDialer(dials *atomic.Int32) func(ctx context.Context, network, addr s
 		if dials != nil {
 			dials.Add(1)
 		}
-		return rev10Wrapped{c}, nil
+		return wrappedConn{c}, nil
 	}
 }
 
@@ -89,7 +89,7 @@ func TestIdleWatchReuse(t *testing.T) {
 			name = "https"
 		}
 		t.Run(name, func(t *testing.T) {
-			chaosLeakCheck(t, func(t *testing.T) {
+			stressLeakCheck(t, func(t *testing.T) {
 				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					b, _ := io.ReadAll(r.Body)
 					io.WriteString(w, r.Method+" "+r.URL.Path+" "+string(b))

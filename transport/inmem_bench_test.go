@@ -139,10 +139,10 @@ type answeringConn struct {
 	expire  chan struct{}
 }
 
-// standsInForSocket: in the benchmark the connection stands in for a socket
+// StandsInForSocket (h1conn.SocketStandIn): in the benchmark the connection stands in for a socket
 // ferry reaches, which it does not watch while idle (idlewatch.go); the
 // ferry-hidden rows hide it behind a wrapper to measure that watch.
-func (c *answeringConn) standsInForSocket() {}
+func (c *answeringConn) StandsInForSocket() {}
 
 // hiddenConn hides what the connection under it implements beyond net.Conn,
 // as a DialContext wrapper does.

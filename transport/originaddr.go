@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+
+	"github.com/ferryhttp/ferry/internal/h1conn"
 )
 
 // originAddrCache remembers the "host:port" built for recent URL hosts that
@@ -37,7 +39,7 @@ func originAddrSlot(host string) int {
 // addr is originAddr(u), from the cache when u's scheme and host were seen
 // recently. Errors are not cached.
 func (c *originAddrCache) addr(u *url.URL) (string, error) {
-	if canonicalHostPort(u.Host) {
+	if h1conn.CanonicalHostPort(u.Host) {
 		return u.Host, nil
 	}
 	slot := &c.slots[originAddrSlot(u.Host)]

@@ -213,3 +213,10 @@ func (t *Transport) tlsConfigForKey(host string, key connKey) *tls.Config {
 	cfg.NextProtos = t.h2.protos.alpnFor(key)
 	return cfg
 }
+
+func firstValue(h http.Header, k string) string {
+	if v := h[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/dialer"
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/proxydial"
 	"github.com/ferryhttp/ferry/internal/sockopt"
 )
@@ -165,7 +166,7 @@ func (t *Transport) routeViaProxy(req *http.Request, key *connKey, ds *dialState
 // does for every attempt, so that a retry can take another proxy (or none):
 // a rotating or health-checked proxy list. While the route is unchanged
 // the request keeps its resolved addresses.
-func (t *Transport) reroute(req *http.Request, o *outgoing, key *connKey, ds *dialState) error {
+func (t *Transport) reroute(req *http.Request, o *h1conn.Outgoing, key *connKey, ds *dialState) error {
 	next, err := t.connKeyFor(req)
 	if err != nil {
 		return err
@@ -177,8 +178,8 @@ func (t *Transport) reroute(req *http.Request, o *outgoing, key *connKey, ds *di
 	if next == *key {
 		return nil
 	}
-	o.proxyForm, o.proxyAuth = false, ""
-	if err := o.sendVia(nds.proxy, next.scheme); err != nil {
+	o.ProxyForm, o.ProxyAuth = false, ""
+	if err := sendVia(o, nds.proxy, next.scheme); err != nil {
 		return err
 	}
 	*key, *ds = next, nds
@@ -190,15 +191,15 @@ func (t *Transport) reroute(req *http.Request, o *outgoing, key *connKey, ds *di
 // tunnel are left alone. As in net/http, a request whose Host is not a
 // valid header value is refused rather than sent to a proxy with an empty
 // Host.
-func (o *outgoing) sendVia(r *proxyRoute, targetScheme string) error {
+func sendVia(o *h1conn.Outgoing, r *proxyRoute, targetScheme string) error {
 	if r == nil || !r.forwards(targetScheme) {
 		return nil
 	}
-	if o.host == "" {
+	if o.Host == "" {
 		return errors.New("http: invalid Host header")
 	}
-	o.proxyForm = true
-	o.proxyAuth = r.auth
+	o.ProxyForm = true
+	o.ProxyAuth = r.auth
 	return nil
 }
 

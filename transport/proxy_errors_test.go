@@ -24,12 +24,12 @@ func (b *closeTrackingBody) Close() error {
 	return nil
 }
 
-// TestProxyAudit7ErrorsCloseBody: on every proxy failure the request body
+// TestProxyErrorsCloseBody: on every proxy failure the request body
 // is closed, and the error is of the same kind as net/http's: the hook's
 // own error, a "proxyconnect" *net.OpError for failing to reach the proxy
 // (dial or TLS to it, not TLS to the target), a certificate error, an
 // error whose own Timeout() is true (what *url.Error.Timeout reports).
-func TestProxyAudit7ErrorsCloseBody(t *testing.T) {
+func TestProxyErrorsCloseBody(t *testing.T) {
 	errProxyFunc := errors.New("proxy func failed")
 	errHook := errors.New("hook failed")
 	cases := []struct {

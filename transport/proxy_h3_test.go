@@ -5,12 +5,12 @@ import (
 	"testing"
 )
 
-// TestProxyAudit7NoHTTP3: a request through a proxy never goes over
+// TestProxyNoHTTP3: a request through a proxy never goes over
 // HTTP/3 (net/http has none; a UDP flow would bypass the proxy), whether
 // the origin's Alt-Svc arrives through the proxy (it is recorded, coming
 // over TLS from the origin, for requests that go direct) or was known
 // before, and no QUIC dialer is opened.
-func TestProxyAudit7NoHTTP3(t *testing.T) {
+func TestProxyNoHTTP3(t *testing.T) {
 	u := startWrapped(t, &protoHandler{})
 	for _, known := range []bool{false, true} {
 		p := startTestProxy(t, nil, "")

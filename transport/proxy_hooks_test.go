@@ -9,11 +9,11 @@ import (
 	"testing"
 )
 
-// TestProxyAudit7HookURLWithDialTLS: GetProxyConnectHeader and
+// TestProxyHookURLWithDialTLS: GetProxyConnectHeader and
 // OnProxyConnectResponse get the URL the Proxy func returned (the same
 // pointer, as in net/http), also when DialTLSContext reaches the https
 // proxy.
-func TestProxyAudit7HookURLWithDialTLS(t *testing.T) {
+func TestProxyHookURLWithDialTLS(t *testing.T) {
 	for _, impl := range []string{"nethttp", "ferry"} {
 		for _, dialTLS := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/dialTLS=%v", impl, dialTLS), func(t *testing.T) {

@@ -12,14 +12,14 @@ import (
 	"testing"
 )
 
-// TestProxyAudit7MaxConnsPerHost: MaxConnsPerHost counts what net/http's
+// TestProxyMaxConnsPerHost: MaxConnsPerHost counts what net/http's
 // connection key counts. Forwarded (http) requests through one proxy share
 // one key whatever their target, so with a limit of 1 a request to another
 // host waits for the proxy connection and then reuses it; CONNECT tunnels
 // are keyed by proxy and target, so a tunnel to another host is dialled at
 // once. Request A holds its connection until request B has asked for one
 // (GetConn): B then either waits (one connection) or dials (two).
-func TestProxyAudit7MaxConnsPerHost(t *testing.T) {
+func TestProxyMaxConnsPerHost(t *testing.T) {
 	for _, scheme := range []string{"http", "https"} {
 		t.Run(scheme, func(t *testing.T) {
 			var conns [2]int

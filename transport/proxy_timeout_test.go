@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// TestProxyAudit7ConnectBoundIsTimeout: when ferry's own bound on the
+// TestProxyConnectBoundIsTimeout: when ferry's own bound on the
 // CONNECT exchange (net/http's one minute, shortened here) or on the SOCKS5
 // handshake ends it, the error reports Timeout() itself, as net/http's bare
 // context.DeadlineExceeded does: *url.Error.Timeout, which http.Client
 // callers test, looks only at the error it wraps, not down its chain.
-func TestProxyAudit7ConnectBoundIsTimeout(t *testing.T) {
+func TestProxyConnectBoundIsTimeout(t *testing.T) {
 	for _, scheme := range []string{"http", "socks5"} {
 		t.Run(scheme, func(t *testing.T) {
 			e := &proxyEnv{t: t, cert: proxyTestCert(t)}
@@ -50,10 +50,10 @@ func (hookTimeout) Error() string   { return "hook timed out" }
 func (hookTimeout) Timeout() bool   { return true }
 func (hookTimeout) Temporary() bool { return true }
 
-// TestProxyAudit7HookTimeoutErrors: a timeout error returned by
+// TestProxyHookTimeoutErrors: a timeout error returned by
 // GetProxyConnectHeader or OnProxyConnectResponse is still a timeout to an
 // http.Client caller (net/http returns it bare; ferry wraps it).
-func TestProxyAudit7HookTimeoutErrors(t *testing.T) {
+func TestProxyHookTimeoutErrors(t *testing.T) {
 	for _, hook := range []string{"GetProxyConnectHeader", "OnProxyConnectResponse"} {
 		for _, impl := range []string{"nethttp", "ferry"} {
 			t.Run(hook+"/"+impl, func(t *testing.T) {

@@ -24,12 +24,12 @@ func proxyTwin(impl string, e *proxyEnv, s proxySettings, edit func(nt *http.Tra
 	return rt
 }
 
-// TestProxyAudit7TraceFullHooks: the full httptrace sequence (header
+// TestProxyTraceFullHooks: the full httptrace sequence (header
 // fields and WroteRequest included) through proxies matches net/http's.
 // The CONNECT request is the transport's own: net/http writes it without
 // the caller's trace, so no WroteHeaderField (Proxy-Authorization with the
 // credentials among them) or WroteRequest fires for it.
-func TestProxyAudit7TraceFullHooks(t *testing.T) {
+func TestProxyTraceFullHooks(t *testing.T) {
 	cases := []struct {
 		name  string
 		setup func(e *proxyEnv) (proxySettings, string)

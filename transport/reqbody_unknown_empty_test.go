@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/h1conn"
 )
 
 // A request body of unknown length (ContentLength 0, a Body that is not
@@ -33,10 +35,10 @@ func TestUnknownLengthBodyWireMatchesNetHTTP(t *testing.T) {
 		// The first Read outlasts the probe's wait: chunked, and the byte
 		// read late is the first chunk.
 		{"slow-first-read", func() io.ReadCloser {
-			return io.NopCloser(&slowFirstRead{r: strings.NewReader("late body"), d: probeWait + 100*time.Millisecond})
+			return io.NopCloser(&slowFirstRead{r: strings.NewReader("late body"), d: h1conn.ProbeWait + 100*time.Millisecond})
 		}},
 		{"slow-first-read-empty", func() io.ReadCloser {
-			return io.NopCloser(&slowFirstRead{r: strings.NewReader(""), d: probeWait + 100*time.Millisecond})
+			return io.NopCloser(&slowFirstRead{r: strings.NewReader(""), d: h1conn.ProbeWait + 100*time.Millisecond})
 		}},
 	}
 	for _, method := range []string{"GET", "DELETE", "POST"} {

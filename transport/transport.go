@@ -15,6 +15,7 @@ import (
 	"github.com/ferryhttp/ferry/altsvc"
 	"github.com/ferryhttp/ferry/internal/dialer"
 	"github.com/ferryhttp/ferry/internal/dnscache"
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/idlepool"
 )
 
@@ -182,22 +183,21 @@ type Transport struct {
 	// http2client=0). Not in net/http.
 	DisableHTTP3 bool
 
-	h3             h3Client // HTTP/3 connections, dials and the Alt-Svc cache in use
-	h2             h2State  // protocol selection, HTTP/2 settings, dial coalescing
-	initOnce       sync.Once
-	pool           *idlepool.Pool[connKey, *h1Conn]
-	dialer         *dialer.Dialer
-	sessionCache   tls.ClientSessionCache
-	cancels        cancelRegistry
-	waitsArmed     atomic.Int64    // connWaits armed: requests that waited or dialled (getconn.go)
-	originAddrs    originAddrCache // host:port of recent port-less URL hosts
-	proxies        proxyState
-	headerEstimate atomic.Int32 // moving average of header counts x16, seeds new conns
+	h3           h3Client // HTTP/3 connections, dials and the Alt-Svc cache in use
+	h2           h2State  // protocol selection, HTTP/2 settings, dial coalescing
+	initOnce     sync.Once
+	pool         *idlepool.Pool[connKey, *h1Conn]
+	dialer       *dialer.Dialer
+	sessionCache tls.ClientSessionCache
+	cancels      cancelRegistry
+	waitsArmed   atomic.Int64    // connWaits armed: requests that waited or dialled (getconn.go)
+	originAddrs  originAddrCache // host:port of recent port-less URL hosts
+	proxies      proxyState
 	// closeIdle: CloseIdleConnections ran and no request has asked for a
 	// connection since; an HTTP/1.1 connection that would go idle is closed
 	// instead (net/http's closeIdle; h1Conn.finish, getConn).
 	closeIdle atomic.Bool
-	drainTime time.Duration // drain window (drain.go); zero means maxDrainTime, tests lengthen it
+	drainTime time.Duration // drain window (h1conn.Config.DrainTime); zero means net/http's 50ms, tests lengthen it
 	// writeWaited, when set (tests), is called each time the end of an
 	// HTTP/1.1 response waits for the request body's writer (writeDone).
 	writeWaited func()
@@ -205,6 +205,7 @@ type Transport struct {
 	// clock. Nil means time.Now.
 	dnsClock func() time.Time
 	stats    transportStats // request-path counters behind Stats (stats.go)
+	h1cfg    h1conn.Config  // what HTTP/1.1 connections read of the settings (h1Config)
 }
 
 // New returns a Transport with http.DefaultTransport's settings:
@@ -300,6 +301,7 @@ func (t *Transport) init() {
 			MaxConnsPerKey: t.MaxConnsPerHost,
 			Clock:          t.h2.clock,
 		})
+		t.h1Config()
 		t.initH2()
 		t.dialer = &dialer.Dialer{
 			DNS:       dnscache.New(dnscache.Config{Resolver: t.Resolver, TTL: t.DNSCacheTTL, Clock: t.dnsClock}),
@@ -323,7 +325,7 @@ func (t *Transport) init() {
 // still in progress are abandoned, so nothing of HTTP/3 outlives the call.
 func (t *Transport) CloseIdleConnections() {
 	t.init()
-	t.closeIdle.Store(true) // before the sweep: see h1Conn.finish
+	t.closeIdle.Store(true) // before the sweep: see h1conn.Conn.finish
 	t.pool.CloseIdle()
 	t.closeIdleShared()
 	t.closeIdleH3()
@@ -350,18 +352,4 @@ func (t *Transport) maxHeaderBytes() int64 {
 		return t.MaxResponseHeaderBytes
 	}
 	return 10 << 20 // also for a negative value, as net/http
-}
-
-func (t *Transport) readBufferSize() int {
-	if t.ReadBufferSize > 0 {
-		return t.ReadBufferSize
-	}
-	return 4 << 10
-}
-
-func (t *Transport) writeBufferSize() int {
-	if t.WriteBufferSize > 0 {
-		return t.WriteBufferSize
-	}
-	return 4 << 10
 }

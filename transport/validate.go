@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/ferryhttp/ferry/internal/h1conn"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -28,7 +29,7 @@ func validateRequest(req *http.Request) error {
 		}
 	}
 	if !isHTTP {
-		return &badStringError{"unsupported protocol scheme", scheme}
+		return fmt.Errorf("unsupported protocol scheme %q", scheme)
 	}
 	if req.Method != "" && !validMethod(req.Method) {
 		return fmt.Errorf("net/http: invalid method %q", req.Method)
@@ -61,7 +62,7 @@ func validMethod(m string) bool {
 		return false
 	}
 	for i := 0; i < len(m); i++ {
-		if !isTokenByte(m[i]) {
+		if !h1conn.IsTokenByte(m[i]) {
 			return false
 		}
 	}

@@ -107,11 +107,11 @@ func run(cfg config) error {
 			return err
 		}
 		if got := site.served.Load() - before; n != cfg.pages || got != uint64(cfg.pages) {
-			return fmt.Errorf("round %d: crawled %d pages, server served %d, site has %d", i+1, n, got, cfg.pages)
+			return fmt.Errorf("crawl %d: crawled %d pages, server served %d, site has %d", i+1, n, got, cfg.pages)
 		}
 		r := round{ferry: useFerry, pages: n, elapsed: elapsed}
 		rounds = append(rounds, r)
-		fmt.Fprintf(cfg.out, "round %d  %-8s %6d pages  %8.0f pages/s\n", i+1, variant(useFerry), n, r.rate())
+		fmt.Fprintf(cfg.out, "crawl %d  %-8s %6d pages  %8.0f pages/s\n", i+1, variant(useFerry), n, r.rate())
 	}
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	nh, fe := median(rounds, false), median(rounds, true)

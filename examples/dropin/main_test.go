@@ -22,8 +22,8 @@ func TestDropin(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	for _, w := range []string{
-		"round 1  ferry        60 pages", "round 2  net/http     60 pages",
-		"round 3  net/http     60 pages", "round 4  ferry        60 pages",
+		"crawl 1  ferry        60 pages", "crawl 2  net/http     60 pages",
+		"crawl 3  net/http     60 pages", "crawl 4  ferry        60 pages",
 		"median   ferry", "requests ferry carried: 120 of 120",
 		"http.DefaultTransport.(*http.Transport).Clone() still works: GET -> 200",
 	} {

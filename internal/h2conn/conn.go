@@ -421,7 +421,7 @@ func (c *Conn) confirmUnusable() bool {
 	// State and CanTakeNewRequest are two looks, not one: a request that
 	// reserved the last stream between them makes a live connection look
 	// refused with nothing in flight. Look at State again: that stream is
-	// in it now (TestReview9CloseRacesEOFKeepsConn).
+	// in it now (TestBodyCloseRacesEOFKeepsConn).
 	st = c.cc.State()
 	return st.Closed || st.Closing || st.StreamsActive+st.StreamsReserved+st.StreamsPending == 0
 }

@@ -34,7 +34,7 @@ func reserveHeld(c *Conn) (proceed chan struct{}, got <-chan bool) {
 // slot for a provisional one and kept the x/net reservation for good. Each
 // such leak costs the connection one of the server's streams: with
 // MaxConnsPerHost, requests then waited in the pool for a stream of a
-// connection that x/net counted as full (TestChaos10H2GoAwayWithWaiters,
+// connection that x/net counted as full (TestH2GoAwayWithQueuedWaiters,
 // whose server answers nothing until 10 streams are open, stayed at 9).
 //
 // The server allows 2 streams and answers every request but the second

@@ -67,4 +67,9 @@
 // request that cannot open a stream marks the connection unusable, and the
 // connection closing (quic-go closes it once the last stream after a GOAWAY
 // ends) does so too.
+//
+// DialEvents carries the httptrace hooks of a QUIC dial that runs on a
+// goroutine no request owns (the transport's dial flight) to the request
+// that started it, fired on that request's goroutine while it waits
+// (dialevents.go).
 package h3conn

@@ -1,9 +1,0 @@
-//go:build !(linux || darwin || freebsd || netbsd || openbsd)
-
-package transport
-
-import "syscall"
-
-// socketSendBuffer cannot read the send buffer size here: every request
-// body goes to the body writer, as in net/http.
-func socketSendBuffer(syscall.RawConn) (int, bool) { return 0, false }
