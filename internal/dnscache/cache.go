@@ -97,9 +97,7 @@ type entry struct {
 	retryAt    time.Time // no refresh starts before this (after a failed one)
 	refreshing atomic.Bool
 
-	// Set by setLocked before the entry is published.
-	key string
-	end time.Time // the later of expires and staleUntil
+	key string // set by setLocked before the entry is published
 	// heapIdx is the entry's index in Cache.byEnd; Cache.mu guards it.
 	heapIdx int
 }

@@ -13,7 +13,7 @@ import (
 type byEnd []*entry
 
 func (h byEnd) Len() int           { return len(h) }
-func (h byEnd) Less(i, j int) bool { return h[i].end.Before(h[j].end) }
+func (h byEnd) Less(i, j int) bool { return h[i].end().Before(h[j].end()) }
 func (h byEnd) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].heapIdx = i
@@ -32,17 +32,22 @@ func (h *byEnd) Pop() any {
 	return e
 }
 
+// end is when e can no longer be served: the later of expires and
+// staleUntil.
+func (e *entry) end() time.Time {
+	if e.expires.After(e.staleUntil) {
+		return e.expires
+	}
+	return e.staleUntil
+}
+
 // setLocked makes e key's entry, replacing any entry key had. e must not be
-// published yet: setLocked writes its key, end and heap index.
+// published yet: setLocked writes its key and heap index.
 func (c *Cache) setLocked(key string, e *entry) {
 	if old := c.entries[key]; old != nil {
 		heap.Remove(&c.byEnd, old.heapIdx)
 	}
 	e.key = key
-	e.end = e.staleUntil
-	if e.expires.After(e.end) {
-		e.end = e.expires
-	}
 	c.entries[key] = e
 	heap.Push(&c.byEnd, e)
 }
@@ -53,7 +58,7 @@ func (c *Cache) setLocked(key string, e *entry) {
 // O(log entries) per entry removed.
 func (c *Cache) evictLocked(now time.Time) {
 	removed := 0
-	for len(c.byEnd) > 0 && !now.Before(c.byEnd[0].end) {
+	for len(c.byEnd) > 0 && !now.Before(c.byEnd[0].end()) {
 		delete(c.entries, heap.Pop(&c.byEnd).(*entry).key)
 		removed++
 	}

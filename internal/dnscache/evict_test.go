@@ -64,7 +64,7 @@ func TestEvictionMatchesScan(t *testing.T) {
 		}
 		for k, r := range model {
 			got := c.entries[k]
-			if got == nil || !got.end.Equal(r.end) {
+			if got == nil || !got.end().Equal(r.end) {
 				t.Fatalf("step %d: %s is %+v, want end %v", step, k, got, r.end)
 			}
 		}
