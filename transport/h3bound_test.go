@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,13 +367,22 @@ func TestH3IdleWithinMaxIdleConnsPerHost(t *testing.T) {
 	}
 }
 
-// resourcePeak samples goroutines and heap until stop, which returns the
-// peaks above what was measured (after a GC) when sampling began: the
-// highest runtime.NumGoroutine; heap, the highest HeapAlloc (live objects
-// and the garbage not yet collected, so it depends on where collections
-// fall); live, the highest live heap a collection found
-// (/gc/heap/live:bytes); and retained, the heap after a GC at the stop.
-func resourcePeak() (stop func() (goroutines int, heap, live, retained uint64)) {
+// resourceUse is what resourcePeak measured: each figure above what was
+// measured (after a GC) when sampling began.
+type resourceUse struct {
+	goroutines int    // the highest runtime.NumGoroutine
+	heap       uint64 // the highest HeapAlloc: live objects and garbage not yet collected
+	live       uint64 // the highest live heap a collection found (/gc/heap/live:bytes)
+	liveMedian uint64 // the median of the live heap samples: what the run typically held
+	retained   uint64 // the heap after a GC at the stop
+}
+
+// resourcePeak samples goroutines and heap every 20 ms until stop, which
+// returns what it measured. The peaks depend on where the collections
+// fall (a collection that runs long on a loaded machine counts more of
+// what was allocated meanwhile as live); the median live heap and the
+// retained heap much less.
+func resourcePeak() (stop func() resourceUse) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -380,8 +390,8 @@ func resourcePeak() (stop func() (goroutines int, heap, live, retained uint64)) 
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(sample)
 	liveBase := sample[0].Value.Uint64()
-	var g int
-	var heap, live uint64
+	var u resourceUse
+	var lives []uint64
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -390,15 +400,11 @@ func resourcePeak() (stop func() (goroutines int, heap, live, retained uint64)) 
 		var ms runtime.MemStats
 		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		for {
-			g = max(g, runtime.NumGoroutine())
+			u.goroutines = max(u.goroutines, runtime.NumGoroutine())
 			runtime.ReadMemStats(&ms)
-			if ms.HeapAlloc > base {
-				heap = max(heap, ms.HeapAlloc-base)
-			}
+			u.heap = max(u.heap, max(ms.HeapAlloc, base)-base)
 			metrics.Read(sample)
-			if l := sample[0].Value.Uint64(); l > liveBase {
-				live = max(live, l-liveBase)
-			}
+			lives = append(lives, max(sample[0].Value.Uint64(), liveBase)-liveBase)
 			select {
 			case <-quit:
 				return
@@ -406,13 +412,16 @@ func resourcePeak() (stop func() (goroutines int, heap, live, retained uint64)) 
 			}
 		}
 	}()
-	return func() (int, uint64, uint64, uint64) {
+	return func() resourceUse {
 		close(quit)
 		<-done
+		slices.Sort(lives)
+		u.live, u.liveMedian = lives[len(lives)-1], lives[len(lives)/2]
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		return g, heap, live, max(ms.HeapAlloc, base) - base
+		u.retained = max(ms.HeapAlloc, base) - base
+		return u
 	}
 }
 
@@ -432,10 +441,11 @@ func resourcePeak() (stop func() (goroutines int, heap, live, retained uint64)) 
 // origins) and the DNS cache (dnscache.DefaultMaxEntries names), both
 // filled to their bounds with this test's names and measured here. That
 // memory is the features themselves (HTTP/3 discovery, fewer lookups) and
-// does not grow with N; anything else above net/http would be waste. Both
-// the retained heap and the peak live heap are held to that, with a slack
-// for run-to-run variation and the QUIC dials in flight; the HeapAlloc
-// peak, which counts garbage too, more loosely (see below).
+// does not grow with N; anything else above net/http would be waste. The
+// retained heap and the live heap the run typically held (the median of
+// its samples) are held to that, with a slack for run-to-run variation and
+// the QUIC dials in flight; the peaks, which depend on where collections
+// fall, more loosely (see below).
 //
 // It runs only when FERRY_BLACKHOLE_ORIGINS gives N (100000 is the case it
 // was written for), and never with -short.
@@ -462,10 +472,8 @@ func TestH3BlackholeOriginsCost(t *testing.T) {
 		runtime.MemProfileRate = 4096
 	}
 	type cost struct {
-		goroutines int
-		heap, live uint64
-		retained   uint64
-		elapsed    time.Duration
+		resourceUse
+		elapsed time.Duration
 	}
 	run := func(rt http.RoundTripper) (c cost) {
 		prof := os.Getenv("FERRY_BLACKHOLE_HEAPPROFILE")
@@ -512,7 +520,7 @@ func TestH3BlackholeOriginsCost(t *testing.T) {
 		}
 		wg.Wait()
 		c.elapsed = time.Since(start)
-		c.goroutines, c.heap, c.live, c.retained = stop()
+		c.resourceUse = stop()
 		writeHeap("end") // stop ran a GC
 		return c
 	}
@@ -559,8 +567,8 @@ func TestH3BlackholeOriginsCost(t *testing.T) {
 		name string
 		c    cost
 	}{{"ferry", fc}, {"ferry without HTTP/3", nc}, {"net/http", sc}} {
-		t.Logf("%-21s %4d goroutines peak, heap +%5.1f MB peak (live +%5.1f MB), +%5.1f MB retained, %v",
-			r.name+":", r.c.goroutines, mb(r.c.heap), mb(r.c.live), mb(r.c.retained), r.c.elapsed.Round(time.Millisecond))
+		t.Logf("%-21s %4d goroutines peak, heap +%5.1f MB peak, live +%5.1f MB peak +%5.1f MB median, +%5.1f MB retained, %v",
+			r.name+":", r.c.goroutines, mb(r.c.heap), mb(r.c.live), mb(r.c.liveMedian), mb(r.c.retained), r.c.elapsed.Round(time.Millisecond))
 	}
 	t.Logf("ferry: %d QUIC dials, %d at once at most", dials, peak)
 	t.Logf("ferry's bounded caches, full: %.1f MB", mb(caches))
@@ -568,20 +576,25 @@ func TestH3BlackholeOriginsCost(t *testing.T) {
 		t.Errorf("ferry peaked at %d goroutines, net/http at %d", fc.goroutines, sc.goroutines)
 	}
 	// slack: what varies between runs of the same client (net/http's live
-	// peak moved by 1 MB between runs at N=10,000) and ferry's QUIC dials
+	// heap moved by 1 MB between runs at N=10,000) and ferry's QUIC dials
 	// in flight, at most maxConcurrentH3Dials (~0.2 MB in heap profiles).
 	const slack = 2 << 20
 	if fc.retained > sc.retained+caches+slack {
 		t.Errorf("ferry retained %.1f MB, net/http %.1f MB, ferry's caches %.1f MB", mb(fc.retained), mb(sc.retained), mb(caches))
 	}
-	if fc.live > sc.live+caches+slack {
+	if fc.liveMedian > sc.liveMedian+caches+slack {
+		t.Errorf("ferry's live heap was typically %.1f MB above its start, net/http's %.1f MB, ferry's caches %.1f MB", mb(fc.liveMedian), mb(sc.liveMedian), mb(caches))
+	}
+	// The peaks are held to the same with more room, as where collections
+	// fall moves them: on a machine with load 7, at N=100,000, ferry's live
+	// peak was 2.3 MB above net/http's plus the caches while heap profiles
+	// halfway showed nothing above net/http but the caches. The HeapAlloc
+	// peak also counts garbage awaiting collection, up to about as much as
+	// is live (GOGC=100), so what ferry holds counts twice in it.
+	if fc.live > sc.live+caches+2*slack {
 		t.Errorf("ferry's live heap peaked %.1f MB above its start, net/http's %.1f MB, ferry's caches %.1f MB", mb(fc.live), mb(sc.live), mb(caches))
 	}
-	// The HeapAlloc peak adds the garbage awaiting collection: the GC lets
-	// the heap grow to about twice the live heap, so what is live counts
-	// twice, and where the collections fall moves the figure by up to 3 MB
-	// between runs of the same client.
-	if fc.heap > sc.heap+2*caches+4<<20 {
+	if fc.heap > sc.heap+2*(caches+2*slack) {
 		t.Errorf("ferry's heap peaked %.1f MB above its start, net/http's %.1f MB, ferry's caches %.1f MB", mb(fc.heap), mb(sc.heap), mb(caches))
 	}
 }
