@@ -24,6 +24,7 @@ import (
 	"github.com/ferryhttp/ferry/altsvc"
 	"github.com/ferryhttp/ferry/internal/dnscache"
 	"github.com/ferryhttp/ferry/internal/dnscache/dnstest"
+	"github.com/ferryhttp/ferry/internal/proccost"
 	"github.com/ferryhttp/ferry/internal/selfsigned"
 )
 
@@ -474,6 +475,7 @@ func TestH3BlackholeOriginsCost(t *testing.T) {
 	type cost struct {
 		resourceUse
 		elapsed time.Duration
+		cpu     time.Duration // the process's, the servers' included
 	}
 	run := func(rt http.RoundTripper) (c cost) {
 		prof := os.Getenv("FERRY_BLACKHOLE_HEAPPROFILE")
@@ -493,7 +495,7 @@ func TestH3BlackholeOriginsCost(t *testing.T) {
 		runtime.GC()
 		writeHeap("base")
 		stop := resourcePeak()
-		start := time.Now()
+		start, cpu := time.Now(), proccost.Read()
 		var wg sync.WaitGroup
 		var next atomic.Int64
 		var failed atomic.Int64
@@ -519,7 +521,7 @@ func TestH3BlackholeOriginsCost(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		c.elapsed = time.Since(start)
+		c.elapsed, c.cpu = time.Since(start), proccost.Since(cpu).CPU
 		c.resourceUse = stop()
 		writeHeap("end") // stop ran a GC
 		return c
@@ -567,8 +569,8 @@ func TestH3BlackholeOriginsCost(t *testing.T) {
 		name string
 		c    cost
 	}{{"ferry", fc}, {"ferry without HTTP/3", nc}, {"net/http", sc}} {
-		t.Logf("%-21s %4d goroutines peak, heap +%5.1f MB peak, live +%5.1f MB peak +%5.1f MB median, +%5.1f MB retained, %v",
-			r.name+":", r.c.goroutines, mb(r.c.heap), mb(r.c.live), mb(r.c.liveMedian), mb(r.c.retained), r.c.elapsed.Round(time.Millisecond))
+		t.Logf("%-21s %4d goroutines peak, heap +%5.1f MB peak, live +%5.1f MB peak +%5.1f MB median, +%5.1f MB retained, %v (CPU %v)",
+			r.name+":", r.c.goroutines, mb(r.c.heap), mb(r.c.live), mb(r.c.liveMedian), mb(r.c.retained), r.c.elapsed.Round(time.Millisecond), r.c.cpu.Round(time.Millisecond))
 	}
 	t.Logf("ferry: %d QUIC dials, %d at once at most", dials, peak)
 	t.Logf("ferry's bounded caches, full: %.1f MB", mb(caches))
