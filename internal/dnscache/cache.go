@@ -75,9 +75,10 @@ type Cache struct {
 	refreshes sync.WaitGroup
 
 	// mu guards entries (the map itself; entries are immutable once stored,
-	// apart from their atomic refreshing flag).
+	// apart from their atomic refreshing flag and their heapIdx) and byEnd.
 	mu      sync.RWMutex
 	entries map[string]*entry
+	byEnd   byEnd // the entries, soonest end first (evict.go)
 
 	stats counters
 
@@ -86,8 +87,8 @@ type Cache struct {
 	testHookJoined func(key string)
 }
 
-// entry is one name's answer. Fields other than refreshing never change
-// after the entry is stored; an update stores a new entry.
+// entry is one name's answer. Fields other than refreshing and heapIdx
+// never change after the entry is stored; an update stores a new entry.
 type entry struct {
 	addrs      []netip.Addr
 	err        error     // non-nil for a cached failure
@@ -95,6 +96,10 @@ type entry struct {
 	staleUntil time.Time // served stale (refreshing) before this
 	retryAt    time.Time // no refresh starts before this (after a failed one)
 	refreshing atomic.Bool
+
+	key string // set by setLocked before the entry is published
+	// heapIdx is the entry's index in Cache.byEnd; Cache.mu guards it.
+	heapIdx int
 }
 
 // New returns a Cache configured by cfg (see Config for the zero values).

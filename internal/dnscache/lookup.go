@@ -135,7 +135,7 @@ func (c *Cache) resolveRefresh(key string, stale *entry) lookupResult {
 	kept := &entry{addrs: stale.addrs, expires: stale.expires, staleUntil: stale.staleUntil, retryAt: now.Add(retry)}
 	c.mu.Lock()
 	if c.entries[key] == stale { // not replaced or evicted meanwhile
-		c.entries[key] = kept
+		c.setLocked(key, kept)
 	}
 	c.mu.Unlock()
 	return lookupResult{addrs: stale.addrs}
@@ -147,36 +147,8 @@ func (c *Cache) store(key string, e *entry, now time.Time) {
 	if _, ok := c.entries[key]; !ok && len(c.entries) >= c.maxEntries {
 		c.evictLocked(now)
 	}
-	c.entries[key] = e
+	c.setLocked(key, e)
 	c.mu.Unlock()
-}
-
-// evictLocked removes every entry that can no longer be served; if none
-// can go, it removes the one closest to that point. O(entries), and only on
-// an insert into a full cache, which follows a real resolver call.
-func (c *Cache) evictLocked(now time.Time) {
-	var oldestKey string
-	var oldest time.Time
-	removed := 0
-	for k, e := range c.entries {
-		end := e.staleUntil
-		if e.expires.After(end) {
-			end = e.expires
-		}
-		if !now.Before(end) {
-			delete(c.entries, k)
-			removed++
-			continue
-		}
-		if oldestKey == "" || end.Before(oldest) {
-			oldestKey, oldest = k, end
-		}
-	}
-	if removed == 0 && oldestKey != "" {
-		delete(c.entries, oldestKey)
-		removed++
-	}
-	c.stats.evictions.Add(uint64(removed))
 }
 
 // asDNSError returns err as a *net.DNSError naming host, keeping the

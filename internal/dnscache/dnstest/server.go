@@ -61,7 +61,10 @@ func Start(t testing.TB) *Server {
 }
 
 // Set makes name (any case, no trailing dot) answer with addrs; no
-// addrs means an empty answer, not NXDOMAIN.
+// addrs means an empty answer, not NXDOMAIN. It creates the name's A and
+// AAAA query counters too, so that the server's memory does not grow as
+// clients first query the names it knows (tests measuring a client's heap
+// would count it).
 func (s *Server) Set(name string, addrs ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -69,7 +72,13 @@ func (s *Server) Set(name string, addrs ...string) {
 	for _, a := range addrs {
 		as = append(as, netip.MustParseAddr(a))
 	}
-	s.records[strings.ToLower(name)+"."] = as
+	fqdn := strings.ToLower(name) + "."
+	s.records[fqdn] = as
+	for _, qtype := range []string{" A", " AAAA"} {
+		if _, ok := s.queries[fqdn+qtype]; !ok {
+			s.queries[fqdn+qtype] = 0
+		}
+	}
 }
 
 // Remove makes name unknown again (NXDOMAIN).
