@@ -463,6 +463,42 @@ func TestH2FramesHeaderListTooLarge(t *testing.T) {
 	}.run(t)
 }
 
+// TestH2FramesHeaderListOverLimit: a response header block of many small
+// fields (each well under the limit) adding up to four times
+// MaxResponseHeaderBytes, in HEADERS and CONTINUATION frames. Both
+// clients' frame readers stop at a block larger than the limit allows
+// and fail the connection (PROTOCOL_ERROR): the request fails, the next
+// one gets a new connection. (On Go 1.26 net/http also sends GOAWAY and
+// RST_STREAM before closing; ferry closes without them. Not seen by
+// callers, so not asserted.)
+func TestH2FramesHeaderListOverLimit(t *testing.T) {
+	const limit = 16 << 10
+	h2FrameViolation{
+		mk: func(std *http.Transport) { std.MaxResponseHeaderBytes = limit },
+		act: func(p *testpeer.H2Peer, id uint32) bool {
+			kv := []string{":status", "200"}
+			for i := 0; i < 4*limit/1000; i++ {
+				kv = append(kv, fmt.Sprintf("x-field-%d", i), strings.Repeat("v", 1000))
+			}
+			block := testpeer.HeaderBlock(kv...)
+			p.Write(func(fr *http2.Framer) error {
+				const frag = 16000 // under the default max frame size
+				if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block[:frag], EndStream: true}); err != nil {
+					return err
+				}
+				for rest := block[frag:]; ; rest = rest[min(frag, len(rest)):] {
+					if err := fr.WriteContinuation(id, len(rest) <= frag, rest[:min(frag, len(rest))]); err != nil || len(rest) <= frag {
+						return err
+					}
+				}
+			})
+			return true
+		},
+		want:  "connection error: PROTOCOL_ERROR",
+		conns: 2,
+	}.run(t)
+}
+
 // TestH2FramesResponseWithoutSettings: a server that never sends its
 // SETTINGS but answers. RFC 9113 3.4 makes SETTINGS the server's first
 // frame, but net/http's client (and x/net's) does not enforce it: the
