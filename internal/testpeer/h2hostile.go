@@ -44,13 +44,15 @@ type H2Hostile struct {
 // H2Peer is the server's side of one connection of an H2Hostile server.
 type H2Peer struct {
 	// Conn is the raw connection (for bytes that are not whole frames).
-	// Raw writes go through WriteRaw, which orders them with frame writes.
+	// Writes go through WriteRaw, which orders them with frame writes.
 	Conn net.Conn
 	// N numbers the connection in accept order, from 0.
 	N int
 
 	fr      *http2.Framer
-	wmu     sync.Mutex // guards writes on fr and on Conn
+	writes  chan h2Write  // to the writer goroutine, the only one writing on fr and Conn
+	wdone   chan struct{} // closed when the writer ends
+	stop    chan struct{} // closed when the server is done with the connection
 	streams chan uint32
 	closed  chan struct{} // closed when the reader ends (EOF, error, server close)
 
@@ -125,6 +127,9 @@ func (s *H2Hostile) serve(n int, c net.Conn) {
 		Conn:     c,
 		N:        n,
 		fr:       http2.NewFramer(c, c),
+		writes:   make(chan h2Write),
+		wdone:    make(chan struct{}),
+		stop:     make(chan struct{}),
 		streams:  make(chan uint32, 1024),
 		closed:   make(chan struct{}),
 		counts:   map[string]int{},
@@ -160,11 +165,47 @@ func (s *H2Hostile) serve(n int, c net.Conn) {
 		defer close(done)
 		p.read()
 	}()
+	go p.writer()
 	if s.script.Serve != nil {
 		s.script.Serve(p)
 	}
 	c.Close()
+	close(p.stop)
 	<-done
+	<-p.wdone
+}
+
+// h2Write is one write for the writer goroutine: w on the Framer, or raw
+// bytes when w is nil; its result goes to res (buffered).
+type h2Write struct {
+	w   func(fr *http2.Framer) error
+	raw []byte
+	res chan error
+}
+
+// writer performs every write on the connection, in the order asked, so
+// that the script's frames and the reader's acknowledgements never
+// interleave inside a frame. It ends at the first failed write or when
+// the server is done with the connection.
+func (p *H2Peer) writer() {
+	defer close(p.wdone)
+	for {
+		select {
+		case wr := <-p.writes:
+			var err error
+			if wr.w != nil {
+				err = wr.w(p.fr)
+			} else {
+				_, err = p.Conn.Write(wr.raw)
+			}
+			wr.res <- err
+			if err != nil {
+				return
+			}
+		case <-p.stop:
+			return
+		}
+	}
 }
 
 // read reads the client's frames until the connection ends.
@@ -206,9 +247,17 @@ func (p *H2Peer) read() {
 }
 
 func (p *H2Peer) write(w func(fr *http2.Framer) error) error {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	return w(p.fr)
+	return p.do(h2Write{w: w})
+}
+
+func (p *H2Peer) do(wr h2Write) error {
+	wr.res = make(chan error, 1)
+	select {
+	case p.writes <- wr:
+		return <-wr.res
+	case <-p.wdone:
+		return net.ErrClosed
+	}
 }
 
 // Write runs w with the connection's Framer, ordered with every other
@@ -217,10 +266,7 @@ func (p *H2Peer) Write(w func(fr *http2.Framer) error) error { return p.write(w)
 
 // WriteRaw writes b to the connection as is.
 func (p *H2Peer) WriteRaw(b []byte) error {
-	p.wmu.Lock()
-	defer p.wmu.Unlock()
-	_, err := p.Conn.Write(b)
-	return err
+	return p.do(h2Write{raw: b})
 }
 
 // NextStream waits up to timeout for the next request HEADERS and returns
