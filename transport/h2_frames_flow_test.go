@@ -169,6 +169,9 @@ func TestH2FramesGoAwayMidFlight(t *testing.T) {
 					ids = append(ids, id)
 					seen <- id
 				}
+				// The POST's body is on the wire (consumed, so it cannot be
+				// replayed) before the GOAWAY: only the GETs can be retried.
+				p.WaitCount("DATA", 1, h2FrameHang)
 				p.Write(func(fr *http2.Framer) error { return fr.WriteGoAway(ids[1], http2.ErrCodeNo, nil) })
 				p.OK(ids[0], "below")
 				p.OK(ids[1], "last")
