@@ -216,34 +216,47 @@ func (p *H2Peer) read() {
 		if err != nil {
 			return
 		}
-		name := f.Header().Type.String()
+		// Counted before it is acted on: a script answering a request
+		// already sees its HEADERS counted.
+		p.mu.Lock()
+		p.counts[frameName(f)]++
+		p.mu.Unlock()
 		switch f := f.(type) {
 		case *http2.SettingsFrame:
-			if f.IsAck() {
-				name += "+ACK"
-			} else if p.write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() }) != nil {
+			if !f.IsAck() && p.write(func(fr *http2.Framer) error { return fr.WriteSettingsAck() }) != nil {
 				return
 			}
 		case *http2.PingFrame:
-			if f.IsAck() {
-				name += "+ACK"
-			} else if p.write(func(fr *http2.Framer) error { return fr.WritePing(true, f.Data) }) != nil {
+			if !f.IsAck() && p.write(func(fr *http2.Framer) error { return fr.WritePing(true, f.Data) }) != nil {
 				return
 			}
-		case *http2.RSTStreamFrame:
-			name += " " + f.ErrCode.String()
-		case *http2.GoAwayFrame:
-			name += " " + f.ErrCode.String()
 		case *http2.HeadersFrame:
 			select {
 			case p.streams <- f.StreamID:
 			default: // a script that stopped taking requests: count only
 			}
 		}
-		p.mu.Lock()
-		p.counts[name]++
-		p.mu.Unlock()
 	}
+}
+
+// frameName names f as Count does.
+func frameName(f http2.Frame) string {
+	name := f.Header().Type.String()
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			name += "+ACK"
+		}
+	case *http2.PingFrame:
+		if f.IsAck() {
+			name += "+ACK"
+		}
+	case *http2.RSTStreamFrame:
+		name += " " + f.ErrCode.String()
+	case *http2.GoAwayFrame:
+		name += " " + f.ErrCode.String()
+	}
+	return name
 }
 
 func (p *H2Peer) write(w func(fr *http2.Framer) error) error {
