@@ -96,9 +96,28 @@ func (o h2FrameOutcome) String() string {
 	return s
 }
 
+// errH2FrameHung is the outcome of a request that ignored its context:
+// still running well after h2FrameHang (a client deadlocked on a lock
+// does not see its context end).
+var errH2FrameHung = errors.New("request still running after its context ended (a hang)")
+
 // h2FrameDo sends req through rt, reads the whole body and returns what
-// the caller saw, bounded by h2FrameHang.
+// the caller saw, bounded by h2FrameHang (through the request's context)
+// and, for a client that ignores the context, by a watchdog: then the
+// outcome is errH2FrameHung and the request's goroutine is left behind
+// (the leak check reports it too).
 func h2FrameDo(rt http.RoundTripper, req *http.Request) h2FrameOutcome {
+	done := make(chan h2FrameOutcome, 1)
+	go func() { done <- h2FrameDoWait(rt, req) }()
+	select {
+	case o := <-done:
+		return o
+	case <-time.After(h2FrameHang + 5*time.Second):
+		return h2FrameOutcome{err: errH2FrameHung, elapsed: h2FrameHang + 5*time.Second}
+	}
+}
+
+func h2FrameDoWait(rt http.RoundTripper, req *http.Request) h2FrameOutcome {
 	var o h2FrameOutcome
 	var mu sync.Mutex // guards o.got1xx (the hook runs on the client's goroutine)
 	ctx, cancel := context.WithTimeout(req.Context(), h2FrameHang)
