@@ -1,0 +1,78 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
+)
+
+// h2FuzzBound bounds one input's request and body read: a hang, not a
+// slow machine, reaches it.
+const h2FuzzBound = 5 * time.Second
+
+// FuzzH2ServerFrames: the fuzzer's bytes are what a cleartext HTTP/2
+// server writes after the preface and SETTINGS exchange, once the
+// client's first request (stream 1) has arrived; the server then closes
+// its sending side (a request retried on a new connection is answered
+// plainly there). The request through ferry's Transport must end with
+// a response or an error (the body read included) within a bound, with no
+// panic, and the process must not allocate more than a generous bound for
+// an input of a few KiB. The seed corpus (testdata/fuzz/FuzzH2ServerFrames)
+// holds well-formed answers and each frame type.
+func FuzzH2ServerFrames(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 64<<10 {
+			return // the frames of interest fit; larger inputs only slow the fuzzer
+		}
+		s := testpeer.StartH2Hostile(t, testpeer.H2HostileScript{
+			Serve: func(p *testpeer.H2Peer) {
+				id, ok := p.NextStream(h2FuzzBound)
+				if !ok {
+					return
+				}
+				if p.N > 0 {
+					// A request retried on a new connection (after a
+					// GOAWAY, a REFUSED_STREAM or a lost connection) is
+					// answered plainly, so retries end.
+					p.OK(id, "retried")
+					<-p.Closed()
+					return
+				}
+				if p.WriteRaw(data) != nil {
+					return
+				}
+				p.Conn.(*net.TCPConn).CloseWrite()
+				<-p.Closed()
+			},
+		})
+		allocated := totalAllocSince()
+		tr := From(&http.Transport{Protocols: protocolsOf("h2c"), MaxResponseHeaderBytes: 64 << 10})
+		tr.h2.backoffUnit = time.Microsecond // retries without the second-long waits
+		defer tr.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), h2FuzzBound)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, "GET", "http://"+s.Addr()+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		if errors.Is(err, context.DeadlineExceeded) || time.Since(start) >= h2FuzzBound {
+			t.Fatalf("no answer and no error after %v: %v", time.Since(start), err)
+		}
+		tr.CloseIdleConnections()
+		if a := allocated(); a > 64<<20 {
+			t.Fatalf("%d MiB allocated for a %d-byte server stream", a>>20, len(data))
+		}
+	})
+}
