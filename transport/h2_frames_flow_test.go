@@ -281,7 +281,8 @@ func h2FrameFlood(t *testing.T, n int, ack string, write func(fr *http2.Framer, 
 		stop := resourcePeak()
 		o := h2FrameGet(t, rt, "http://"+s.Addr()+"/")
 		all := <-acked
-		_, heap, retained := stop()
+		use := stop()
+		heap, retained := use.heap, use.retained
 		o.check(t, "request", `200 "ok"`)
 		if !all {
 			t.Errorf("not all %d flood frames were acknowledged (%s)", n, ack)

@@ -29,7 +29,7 @@ import (
 // (h2c with prior knowledge, against testpeer's hostile server) and
 // asserts what a caller sees: status and body, or an error and the part of
 // its text callers test; that no request outlives a generous bound (no
-// hang); that no goroutine or descriptor is left (chaosLeakCheck); and,
+// hang); that no goroutine or descriptor is left (stressLeakCheck); and,
 // for floods, that the heap stays under a generous bound. Where net/http
 // and ferry differ today the expectation is per side, with a comment.
 
@@ -54,18 +54,18 @@ func h2FrameClient(side string, mk func(*http.Transport)) (http.RoundTripper, *T
 	return std, nil
 }
 
-// h2FrameRun runs body for each side under chaosLeakCheck (servers started
+// h2FrameRun runs body for each side under stressLeakCheck (servers started
 // in body are closed before the leak check), then checks ferry's pool is
 // empty after CloseIdleConnections.
 func h2FrameRun(t *testing.T, mk func(*http.Transport), body func(t *testing.T, side string, rt http.RoundTripper)) {
 	for _, side := range h2FrameSides {
 		t.Run(side, func(t *testing.T) {
-			chaosLeakCheck(t, func(t *testing.T) {
+			stressLeakCheck(t, func(t *testing.T) {
 				rt, tr := h2FrameClient(side, mk)
 				defer closeIdle(rt)
 				body(t, side, rt)
 				if tr != nil {
-					chaosPoolEmpty(t, tr)
+					stressPoolEmpty(t, tr)
 				}
 			})
 		})
