@@ -87,22 +87,11 @@ func (s *H2Server) Counts() (conns, streams int) {
 }
 
 func (s *H2Server) accept() {
-	defer s.wg.Done()
-	for n := 0; ; n++ {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
+	acceptEach(s.ln, &s.wg, func(c net.Conn) {
 		s.mu.Lock()
 		s.conns = append(s.conns, c)
 		s.mu.Unlock()
-		s.wg.Add(1)
-		go func(n int) {
-			defer s.wg.Done()
-			defer c.Close()
-			s.serve(n, c)
-		}(n)
-	}
+	}, s.serve)
 }
 
 func (s *H2Server) serve(n int, c net.Conn) {
@@ -179,4 +168,26 @@ func H2OK(fr *http2.Framer, streamID uint32) error {
 		return err
 	}
 	return fr.WriteData(streamID, true, []byte("ok"))
+}
+
+// acceptEach accepts connections on ln until it is closed, hands each to
+// track (so that Close can reach it) and serves it on a goroutine of its
+// own, counted in wg, with n its position in accept order. It is the
+// caller's goroutine, already counted in wg; each connection is closed
+// when serve returns.
+func acceptEach(ln net.Listener, wg *sync.WaitGroup, track func(net.Conn), serve func(n int, c net.Conn)) {
+	defer wg.Done()
+	for n := 0; ; n++ {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		track(c)
+		wg.Add(1)
+		go func(n int) {
+			defer wg.Done()
+			defer c.Close()
+			serve(n, c)
+		}(n)
+	}
 }

@@ -100,22 +100,11 @@ func (s *H2Hostile) Close() {
 }
 
 func (s *H2Hostile) accept() {
-	defer s.wg.Done()
-	for n := 0; ; n++ {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
+	acceptEach(s.ln, &s.wg, func(c net.Conn) {
 		s.mu.Lock()
 		s.conns = append(s.conns, c)
 		s.mu.Unlock()
-		s.wg.Add(1)
-		go func(n int) {
-			defer s.wg.Done()
-			defer c.Close()
-			s.serve(n, c)
-		}(n)
-	}
+	}, s.serve)
 }
 
 func (s *H2Hostile) serve(n int, c net.Conn) {
