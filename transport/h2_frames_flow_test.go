@@ -156,18 +156,9 @@ func TestH2FramesGoAwayMidFlight(t *testing.T) {
 						}
 					}
 				}
-				warm, ok := p.NextStream(h2FrameHang)
-				if !ok || p.OK(warm, "warm") != nil {
+				ids, ok := h2FrameWarmThenStreams(p, 4, seen)
+				if !ok {
 					return
-				}
-				var ids []uint32
-				for len(ids) < 4 {
-					id, ok := p.NextStream(h2FrameHang)
-					if !ok {
-						return
-					}
-					ids = append(ids, id)
-					seen <- id
 				}
 				// The POST's body is on the wire (consumed, so it cannot be
 				// replayed) before the GOAWAY: only the GETs can be retried.
@@ -210,18 +201,9 @@ func TestH2FramesResetOneOfMany(t *testing.T) {
 				if p.N != 0 {
 					return // a spare connection (net/http)
 				}
-				warm, ok := p.NextStream(h2FrameHang)
-				if !ok || p.OK(warm, "warm") != nil {
+				ids, ok := h2FrameWarmThenStreams(p, 3, seen)
+				if !ok {
 					return
-				}
-				var ids []uint32
-				for len(ids) < 3 {
-					id, ok := p.NextStream(h2FrameHang)
-					if !ok {
-						return
-					}
-					ids = append(ids, id)
-					seen <- id
 				}
 				p.Headers(ids[0], false, ":status", "200")
 				p.Headers(ids[2], false, ":status", "200")
@@ -309,4 +291,24 @@ func TestH2FramesSettingsFlood(t *testing.T) {
 	h2FrameFlood(t, 20000, "SETTINGS+ACK", func(fr *http2.Framer, i int) error {
 		return fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: uint32(100 + i%2)})
 	})
+}
+
+// h2FrameWarmThenStreams answers the warm-up request on p, then collects
+// the next n streams' ids, sending each to seen as it arrives (the test
+// orders its requests by them). ok is false when the connection ended or
+// a stream did not come within h2FrameHang.
+func h2FrameWarmThenStreams(p *testpeer.H2Peer, n int, seen chan<- uint32) (ids []uint32, ok bool) {
+	warm, ok := p.NextStream(h2FrameHang)
+	if !ok || p.OK(warm, "warm") != nil {
+		return nil, false
+	}
+	for len(ids) < n {
+		id, ok := p.NextStream(h2FrameHang)
+		if !ok {
+			return ids, false
+		}
+		ids = append(ids, id)
+		seen <- id
+	}
+	return ids, true
 }

@@ -491,17 +491,7 @@ func TestH2FramesHeaderListTooLarge(t *testing.T) {
 		mk: func(std *http.Transport) { std.MaxResponseHeaderBytes = limit },
 		act: func(p *testpeer.H2Peer, id uint32) bool {
 			block := append(testpeer.HeaderBlock(":status", "200"), h2FrameHeaderPad(4*limit)...)
-			p.Write(func(fr *http2.Framer) error {
-				const frag = 16000 // under the default max frame size
-				if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block[:frag], EndStream: true}); err != nil {
-					return err
-				}
-				for rest := block[frag:]; ; rest = rest[min(frag, len(rest)):] {
-					if err := fr.WriteContinuation(id, len(rest) <= frag, rest[:min(frag, len(rest))]); err != nil || len(rest) <= frag {
-						return err
-					}
-				}
-			})
+			p.Write(func(fr *http2.Framer) error { return writeFragmentedHeaders(fr, id, block) })
 			return true
 		},
 		want:  "connection error: COMPRESSION_ERROR",
@@ -527,17 +517,7 @@ func TestH2FramesHeaderListOverLimit(t *testing.T) {
 				kv = append(kv, fmt.Sprintf("x-field-%d", i), strings.Repeat("v", 1000))
 			}
 			block := testpeer.HeaderBlock(kv...)
-			p.Write(func(fr *http2.Framer) error {
-				const frag = 16000 // under the default max frame size
-				if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block[:frag], EndStream: true}); err != nil {
-					return err
-				}
-				for rest := block[frag:]; ; rest = rest[min(frag, len(rest)):] {
-					if err := fr.WriteContinuation(id, len(rest) <= frag, rest[:min(frag, len(rest))]); err != nil || len(rest) <= frag {
-						return err
-					}
-				}
-			})
+			p.Write(func(fr *http2.Framer) error { return writeFragmentedHeaders(fr, id, block) })
 			return true
 		},
 		want:  "connection error: PROTOCOL_ERROR",
@@ -712,4 +692,20 @@ func TestH2FramesTrailers(t *testing.T) {
 			}
 		},
 	}.run(t)
+}
+
+// writeFragmentedHeaders writes block (longer than one fragment) as a
+// HEADERS frame ending the stream and CONTINUATION frames of at most 16,000
+// bytes each (under the default max frame size), the last ending the
+// header block.
+func writeFragmentedHeaders(fr *http2.Framer, id uint32, block []byte) error {
+	const frag = 16000
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block[:frag], EndStream: true}); err != nil {
+		return err
+	}
+	for rest := block[frag:]; ; rest = rest[min(frag, len(rest)):] {
+		if err := fr.WriteContinuation(id, len(rest) <= frag, rest[:min(frag, len(rest))]); err != nil || len(rest) <= frag {
+			return err
+		}
+	}
 }
