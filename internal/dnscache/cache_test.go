@@ -18,6 +18,21 @@ import (
 
 const ttl = 30 * time.Second
 
+// cachedName starts a DNS server answering name with 127.0.0.1 and a
+// cache on a fake clock, and looks name up once, so that the cache holds a
+// fresh answer for it.
+func cachedName(t *testing.T, name string) (*dnstest.Server, *fakeClock, *Cache) {
+	t.Helper()
+	srv := dnstest.Start(t)
+	srv.Set(name, "127.0.0.1")
+	clock := newFakeClock()
+	c := newTestCache(t, srv, clock, nil)
+	if _, err := c.LookupNetIP(t.Context(), name); err != nil {
+		t.Fatal(err)
+	}
+	return srv, clock, c
+}
+
 func newTestCache(t *testing.T, srv *dnstest.Server, clock *fakeClock, mod func(*Config)) *Cache {
 	t.Helper()
 	cfg := Config{Resolver: srv.Resolver(), TTL: ttl, NegativeTTL: time.Second, Clock: clock.Now}
@@ -153,13 +168,7 @@ func TestConcurrentLookupsShareOneQuery(t *testing.T) {
 }
 
 func TestStaleServedWhileOneRefreshRuns(t *testing.T) {
-	srv := dnstest.Start(t)
-	srv.Set("moving.ferry.test", "127.0.0.1")
-	clock := newFakeClock()
-	c := newTestCache(t, srv, clock, nil)
-	if _, err := c.LookupNetIP(t.Context(), "moving.ferry.test"); err != nil {
-		t.Fatal(err)
-	}
+	srv, clock, c := cachedName(t, "moving.ferry.test")
 	srv.Set("moving.ferry.test", "127.0.0.2")
 	clock.Advance(ttl + time.Second) // expired, within MaxStale (= TTL)
 	srv.CloseGate()
@@ -210,13 +219,7 @@ func TestStaleBeyondMaxStaleIsAMiss(t *testing.T) {
 }
 
 func TestFailedRefreshKeepsStaleAnswer(t *testing.T) {
-	srv := dnstest.Start(t)
-	srv.Set("flaky.ferry.test", "127.0.0.1")
-	clock := newFakeClock()
-	c := newTestCache(t, srv, clock, nil)
-	if _, err := c.LookupNetIP(t.Context(), "flaky.ferry.test"); err != nil {
-		t.Fatal(err)
-	}
+	srv, clock, c := cachedName(t, "flaky.ferry.test")
 	srv.Remove("flaky.ferry.test")
 	clock.Advance(ttl + time.Second)
 	if got, err := c.LookupNetIP(t.Context(), "flaky.ferry.test"); err != nil || !sameAddrs(got, addrs("127.0.0.1")) {

@@ -32,13 +32,7 @@ func TestLookupStaleReported(t *testing.T) {
 // refresh that answer started (no query of its own) and returns the new
 // addresses, firing DNSStart and a coalesced DNSDone.
 func TestReresolveJoinsRefresh(t *testing.T) {
-	srv := dnstest.Start(t)
-	srv.Set("moving.ferry.test", "127.0.0.1")
-	clock := newFakeClock()
-	c := newTestCache(t, srv, clock, nil)
-	if _, err := c.LookupNetIP(t.Context(), "moving.ferry.test"); err != nil {
-		t.Fatal(err)
-	}
+	srv, clock, c := cachedName(t, "moving.ferry.test")
 	srv.Set("moving.ferry.test", "127.0.0.2")
 	clock.Advance(ttl + time.Second)
 	srv.CloseGate()
@@ -81,13 +75,7 @@ func TestReresolveJoinsRefresh(t *testing.T) {
 // TestReresolveAfterRefresh: once the refresh replaced the stale answer,
 // Reresolve returns the fresh entry without a query.
 func TestReresolveAfterRefresh(t *testing.T) {
-	srv := dnstest.Start(t)
-	srv.Set("moved.ferry.test", "127.0.0.1")
-	clock := newFakeClock()
-	c := newTestCache(t, srv, clock, nil)
-	if _, err := c.LookupNetIP(t.Context(), "moved.ferry.test"); err != nil {
-		t.Fatal(err)
-	}
+	srv, clock, c := cachedName(t, "moved.ferry.test")
 	srv.Set("moved.ferry.test", "127.0.0.2")
 	clock.Advance(ttl + time.Second)
 	if _, stale, err := c.LookupNetIPStale(t.Context(), "moved.ferry.test"); err != nil || !stale {
@@ -109,13 +97,7 @@ func TestReresolveAfterRefresh(t *testing.T) {
 // that fails too, the stale answer is returned and still served, not
 // replaced by the failure.
 func TestReresolveFailedLookupKeepsStale(t *testing.T) {
-	srv := dnstest.Start(t)
-	srv.Set("gone.ferry.test", "127.0.0.1")
-	clock := newFakeClock()
-	c := newTestCache(t, srv, clock, nil)
-	if _, err := c.LookupNetIP(t.Context(), "gone.ferry.test"); err != nil {
-		t.Fatal(err)
-	}
+	srv, clock, c := cachedName(t, "gone.ferry.test")
 	srv.Remove("gone.ferry.test")
 	clock.Advance(ttl + time.Second)
 	if _, stale, err := c.LookupNetIPStale(t.Context(), "gone.ferry.test"); err != nil || !stale {
