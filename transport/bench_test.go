@@ -100,11 +100,19 @@ func BenchmarkRoundTrip(b *testing.B) {
 // syscalls and context switches reported per request.
 func benchServedGets(b *testing.B, name string, newRT func() http.RoundTripper, url string,
 	get func(*testing.B, http.RoundTripper, *http.Request, []byte)) {
+	benchServedRows(b, name, newRT, url, 512, get)
+}
+
+// benchServedRows is benchServedGets with the size of each goroutine's
+// body buffer (get may also send its own request built from the GET
+// template it is given, as the upload rows do).
+func benchServedRows(b *testing.B, name string, newRT func() http.RoundTripper, url string, bufLen int,
+	get func(*testing.B, http.RoundTripper, *http.Request, []byte)) {
 	b.Run(name+"/serial", func(b *testing.B) {
 		rt := newRT()
 		defer closeIdle(rt)
 		req, _ := http.NewRequest("GET", url, nil)
-		buf := make([]byte, 512)
+		buf := make([]byte, bufLen)
 		get(b, rt, req, buf) // warm the connection
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -119,14 +127,14 @@ func benchServedGets(b *testing.B, name string, newRT func() http.RoundTripper, 
 		rt := newRT()
 		defer closeIdle(rt)
 		warm, _ := http.NewRequest("GET", url, nil)
-		get(b, rt, warm, make([]byte, 512))
+		get(b, rt, warm, make([]byte, bufLen))
 		b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0))) // 64 goroutines
 		b.ReportAllocs()
 		b.ResetTimer()
 		before := markCost()
 		b.RunParallel(func(pb *testing.PB) {
 			req, _ := http.NewRequest("GET", url, nil)
-			buf := make([]byte, 512)
+			buf := make([]byte, bufLen)
 			for pb.Next() {
 				get(b, rt, req, buf)
 			}

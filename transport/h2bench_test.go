@@ -1,12 +1,14 @@
 package transport
 
 import (
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +29,17 @@ import (
 
 const benchH2ServerEnv = "FERRY_BENCH_H2_SERVER"
 
+// The large rows: a GET of benchH2GetLargePath answers benchH2LargeLen
+// bytes; a POST of benchH2LargeLen bytes to benchH2PostLargePath is
+// answered with the length the server read (and 400 unless it is
+// exactly benchH2LargeLen). Both are larger than HTTP/2's default
+// initial window (65,535 bytes), so flow control takes part.
+const (
+	benchH2LargeLen      = 64 << 10
+	benchH2GetLargePath  = "/get64k"
+	benchH2PostLargePath = "/post64k"
+)
+
 func init() {
 	// The child never returns to the test framework: it serves until its
 	// parent closes stdin.
@@ -46,13 +59,27 @@ func runBenchH2Server() {
 		benchchild.Fail(err)
 	}
 	body := []byte(strings.Repeat("x", benchBodyLen))
+	large := []byte(strings.Repeat("y", benchH2LargeLen))
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			h := w.Header()
 			h["Content-Type"] = []string{"text/plain"}
 			h["X-Bench-Header-2"] = []string{"value-2"}
 			h["X-Bench-Header-3"] = []string{"value-3"}
-			w.Write(body)
+			switch r.URL.Path {
+			case benchH2GetLargePath:
+				w.Write(large)
+			case benchH2PostLargePath:
+				// The upload's length is the answer; anything but exactly
+				// benchH2LargeLen bytes is a 400 the client reports.
+				n, err := io.Copy(io.Discard, r.Body)
+				if err != nil || n != benchH2LargeLen || r.ContentLength != benchH2LargeLen {
+					w.WriteHeader(http.StatusBadRequest)
+				}
+				w.Write(strconv.AppendInt(nil, n, 10))
+			default:
+				w.Write(body)
+			}
 		}),
 		TLSConfig: cert.ServerConfig(),
 		ErrorLog:  nilLogger(),
@@ -93,6 +120,41 @@ func benchH2Client(impl string) http.RoundTripper {
 
 // benchH2Get is benchGet plus a check that the request went over HTTP/2.
 func benchH2Get(b *testing.B, rt http.RoundTripper, req *http.Request, buf []byte) {
+	benchH2Check(b, rt, req, buf, benchBodyLen, "")
+}
+
+// benchH2GetLarge is benchH2Get of the benchH2LargeLen-byte response.
+func benchH2GetLarge(b *testing.B, rt http.RoundTripper, req *http.Request, buf []byte) {
+	benchH2Check(b, rt, req, buf, benchH2LargeLen, "")
+}
+
+// benchH2Upload is an upload's body: benchH2Payload, read once.
+type benchH2Upload struct{ bytes.Reader }
+
+func (*benchH2Upload) Close() error { return nil }
+
+var benchH2Payload = bytes.Repeat([]byte("u"), benchH2LargeLen)
+
+// benchH2PostLarge POSTs benchH2LargeLen bytes (a copy of the GET
+// template req, so that no request a client may still hold changes) and
+// checks the server read exactly that many. The copy and the body are
+// two of the row's allocations, the same for every client.
+func benchH2PostLarge(b *testing.B, rt http.RoundTripper, req *http.Request, buf []byte) {
+	post := *req
+	post.Method = "POST"
+	post.ContentLength = benchH2LargeLen
+	up := &benchH2Upload{}
+	up.Reset(benchH2Payload)
+	post.Body = up
+	benchH2Check(b, rt, &post, buf, len(benchH2LargeLenText), benchH2LargeLenText)
+}
+
+var benchH2LargeLenText = strconv.Itoa(benchH2LargeLen)
+
+// benchH2Check sends req, checks the response is 200 over HTTP/2 with a
+// body of wantLen bytes (equal to wantBody when that is not empty), and
+// reads it whole into buf.
+func benchH2Check(b *testing.B, rt http.RoundTripper, req *http.Request, buf []byte, wantLen int, wantBody string) {
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		b.Fatal(err)
@@ -101,8 +163,8 @@ func benchH2Get(b *testing.B, rt http.RoundTripper, req *http.Request, buf []byt
 		b.Fatalf("protocol %s, want HTTP/2", resp.Proto)
 	}
 	n, rerr := readFull(resp, buf)
-	if rerr != nil || n != benchBodyLen || resp.StatusCode != 200 {
-		b.Fatalf("status %d, body %d bytes, err %v", resp.StatusCode, n, rerr)
+	if rerr != nil || n != wantLen || resp.StatusCode != 200 || (wantBody != "" && string(buf[:n]) != wantBody) {
+		b.Fatalf("status %d, body %d bytes (%.16q), err %v", resp.StatusCode, n, buf[:n], rerr)
 	}
 }
 
@@ -126,8 +188,13 @@ func readFull(resp *http.Response, buf []byte) (int, error) {
 }
 
 // benchRoundTripH2 adds impl's h2/serial and h2/parallel rows to
-// BenchmarkRoundTrip.
+// BenchmarkRoundTrip, and those of the 64 KiB response (h2/get64k) and
+// the 64 KiB upload (h2/post64k).
 func benchRoundTripH2(b *testing.B, impl string) {
 	url := startBenchH2Server(b)
-	benchServedGets(b, impl+"/h2", func() http.RoundTripper { return benchH2Client(impl) }, url, benchH2Get)
+	newRT := func() http.RoundTripper { return benchH2Client(impl) }
+	benchServedGets(b, impl+"/h2", newRT, url, benchH2Get)
+	base := strings.TrimSuffix(url, "/bench")
+	benchServedRows(b, impl+"/h2/get64k", newRT, base+benchH2GetLargePath, benchH2LargeLen+1, benchH2GetLarge)
+	benchServedRows(b, impl+"/h2/post64k", newRT, base+benchH2PostLargePath, 512, benchH2PostLarge)
 }
