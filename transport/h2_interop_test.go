@@ -43,13 +43,19 @@ http {
             add_header X-Body-Len $content_length;
             return 200 "got $content_length\n";
         }
+        location = /echo { proxy_pass http://%[5]s; proxy_http_version 1.1; }
+        location = /trailers {
+            add_trailer X-Interop-Trailer yes;
+            return 200 "trailers from nginx\n";
+        }
     }
 }
 `
 
 // startNginx runs nginx in the foreground on a free loopback port and
-// returns its https base URL; it is stopped when the test ends.
-func startNginx(t *testing.T, cert *selfsigned.Cert) string {
+// returns its https base URL; it is stopped when the test ends. It
+// proxies /echo to backend ("host:port", HTTP/1.1).
+func startNginx(t *testing.T, cert *selfsigned.Cert, backend string) string {
 	bin := testpeer.Binary(t, "nginx", "nginx")
 	dir := t.TempDir()
 	certFile, keyFile, err := cert.WriteFiles(dir)
@@ -57,7 +63,7 @@ func startNginx(t *testing.T, cert *selfsigned.Cert) string {
 		t.Fatal(err)
 	}
 	port := testpeer.FreePort(t)
-	conf := fmt.Sprintf(nginxConf, dir, port, certFile, keyFile)
+	conf := fmt.Sprintf(nginxConf, dir, port, certFile, keyFile, backend)
 	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +77,7 @@ func TestH2NginxInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := startNginx(t, cert)
+	base := startNginx(t, cert, startH2InteropBackend(t))
 	tr := From(h2BaseClient(cert))
 	defer tr.CloseIdleConnections()
 
@@ -110,6 +116,11 @@ func TestH2NginxInterop(t *testing.T) {
 				t.Fatalf("status %d body %q, want %q", resp.StatusCode, b, want)
 			}
 		}
+	})
+	t.Run("exercise", func(t *testing.T) {
+		tr := h2InteropTLSClient(cert)
+		defer tr.CloseIdleConnections()
+		h2InteropExercise(t, tr, h2InteropPeer{base: base, hello: "hello from nginx\n", trailers: true})
 	})
 	t.Run("many-concurrent-one-conn", func(t *testing.T) {
 		var wg sync.WaitGroup

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferryhttp/ferry/internal/selfsigned"
 	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
@@ -46,8 +47,14 @@ func TestH3InteropCaddy(t *testing.T) {
 // startCaddy runs caddy with a generated Caddyfile in a temporary directory
 // (admin API off, no automatic HTTPS, no ACME) and returns its https URL.
 func startCaddy(t *testing.T, bin string) string {
+	return startCaddySite(t, bin, h3Cert(t), "h1 h2 h3", `respond "caddy says {http.request.proto}" 200`)
+}
+
+// startCaddySite is startCaddy serving cert, with protocols (Caddy's
+// servers option) and site, the directives of the one site.
+func startCaddySite(t *testing.T, bin string, cert *selfsigned.Cert, protocols, site string) string {
 	dir := t.TempDir()
-	certFile, keyFile, err := h3Cert(t).WriteFiles(dir)
+	certFile, keyFile, err := cert.WriteFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,16 +65,16 @@ func startCaddy(t *testing.T, bin string) string {
 	default_sni 127.0.0.1
 	storage file_system %q
 	servers {
-		protocols h1 h2 h3
+		protocols %s
 	}
 }
 
 https://127.0.0.1:%d {
 	bind 127.0.0.1
 	tls %q %q
-	respond "caddy says {http.request.proto}" 200
+	%s
 }
-`, filepath.Join(dir, "data"), port, certFile, keyFile)
+`, filepath.Join(dir, "data"), protocols, port, certFile, keyFile, site)
 	cfg := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(cfg, []byte(caddyfile), 0o600); err != nil {
 		t.Fatal(err)
