@@ -3,6 +3,7 @@ package transport
 import (
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -234,11 +235,12 @@ func TestH2FramesResetOneOfMany(t *testing.T) {
 	})
 }
 
-// h2FrameFlood sends n control frames (write) after the request's
-// response headers, then the body, and waits for n acknowledgements
-// (ack); it checks every flood frame was answered, the caller got its
-// answer, and the heap stayed within a generous bound meanwhile.
-func h2FrameFlood(t *testing.T, n int, ack string, write func(fr *http2.Framer, i int) error) {
+// h2FrameFlood sends n frames (write, given the request's stream) after
+// the request's response headers, then the body, and waits for n
+// acknowledgements (ack; "" for frames that get none); it checks every
+// flood frame was answered, the caller got its answer, and the heap and
+// the goroutines stayed within a generous bound meanwhile.
+func h2FrameFlood(t *testing.T, n int, ack string, write func(fr *http2.Framer, id uint32, i int) error) {
 	h2FrameRun(t, nil, func(t *testing.T, side string, rt http.RoundTripper) {
 		acked := make(chan bool, 1)
 		s := testpeer.StartH2Hostile(t, testpeer.H2HostileScript{
@@ -250,16 +252,17 @@ func h2FrameFlood(t *testing.T, n int, ack string, write func(fr *http2.Framer, 
 				base := p.Count(ack)
 				h2Headers200(p, id)
 				for i := 0; i < n; i++ {
-					if p.Write(func(fr *http2.Framer) error { return write(fr, i) }) != nil {
+					if p.Write(func(fr *http2.Framer) error { return write(fr, id, i) }) != nil {
 						acked <- false
 						return
 					}
 				}
 				p.Data(id, true, []byte("ok"))
-				acked <- p.WaitCount(ack, base+n, h2FrameHang)
+				acked <- ack == "" || p.WaitCount(ack, base+n, h2FrameHang)
 				<-p.Closed()
 			},
 		})
+		goroutines := runtime.NumGoroutine()
 		stop := resourcePeak()
 		o := h2FrameGet(t, rt, "http://"+s.Addr()+"/")
 		all := <-acked
@@ -272,14 +275,21 @@ func h2FrameFlood(t *testing.T, n int, ack string, write func(fr *http2.Framer, 
 		if heap > 32<<20 || retained > 8<<20 {
 			t.Errorf("heap +%d KiB at peak, +%d KiB retained during a flood of %d frames", heap>>10, retained>>10, n)
 		}
-		t.Logf("%s: %d frames acknowledged: %v; heap peak +%d KiB, retained +%d KiB", side, n, all, heap>>10, retained>>10)
+		// The server's and the client's few goroutines per connection, the
+		// sampler and the request's watchdog: a goroutine per frame (or per
+		// acknowledgement) would be thousands.
+		if extra := use.goroutines - goroutines; extra > 32 {
+			t.Errorf("%d more goroutines at peak during a flood of %d frames", extra, n)
+		}
+		t.Logf("%s: %d frames, acknowledged: %v; heap peak +%d KiB, retained +%d KiB; goroutines peak +%d",
+			side, n, all, heap>>10, retained>>10, use.goroutines-goroutines)
 	})
 }
 
 // TestH2FramesPingFlood: 20000 PINGs between a response's headers and
 // its body are each acknowledged, the response arrives, memory bounded.
 func TestH2FramesPingFlood(t *testing.T) {
-	h2FrameFlood(t, 20000, "PING+ACK", func(fr *http2.Framer, i int) error {
+	h2FrameFlood(t, 20000, "PING+ACK", func(fr *http2.Framer, _ uint32, i int) error {
 		return fr.WritePing(false, [8]byte{byte(i >> 8), byte(i), 'f', 'l', 'o', 'o', 'd', '!'})
 	})
 }
@@ -288,7 +298,7 @@ func TestH2FramesPingFlood(t *testing.T) {
 // changing back and forth) are each acknowledged, the response arrives,
 // memory bounded.
 func TestH2FramesSettingsFlood(t *testing.T) {
-	h2FrameFlood(t, 20000, "SETTINGS+ACK", func(fr *http2.Framer, i int) error {
+	h2FrameFlood(t, 20000, "SETTINGS+ACK", func(fr *http2.Framer, _ uint32, i int) error {
 		return fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: uint32(100 + i%2)})
 	})
 }

@@ -56,9 +56,10 @@ type H2Peer struct {
 	streams chan uint32
 	closed  chan struct{} // closed when the reader ends (EOF, error, server close)
 
-	mu       sync.Mutex // guards counts and settings
-	counts   map[string]int
-	settings map[http2.SettingID]uint32
+	mu         sync.Mutex // guards counts, settings and connWindow
+	counts     map[string]int
+	settings   map[http2.SettingID]uint32
+	connWindow int64 // 65,535 plus the client's WINDOW_UPDATE increments on stream 0
 }
 
 // StartH2Hostile starts an H2Hostile server on a loopback port; the test's
@@ -113,16 +114,17 @@ func (s *H2Hostile) serve(n int, c net.Conn) {
 		return
 	}
 	p := &H2Peer{
-		Conn:     c,
-		N:        n,
-		fr:       http2.NewFramer(c, c),
-		writes:   make(chan h2Write),
-		wdone:    make(chan struct{}),
-		stop:     make(chan struct{}),
-		streams:  make(chan uint32, 1024),
-		closed:   make(chan struct{}),
-		counts:   map[string]int{},
-		settings: map[http2.SettingID]uint32{},
+		Conn:       c,
+		N:          n,
+		fr:         http2.NewFramer(c, c),
+		writes:     make(chan h2Write),
+		wdone:      make(chan struct{}),
+		stop:       make(chan struct{}),
+		streams:    make(chan uint32, 1024),
+		closed:     make(chan struct{}),
+		counts:     map[string]int{},
+		settings:   map[http2.SettingID]uint32{},
+		connWindow: 65535,
 	}
 	// A hostile server writes what a correct Framer refuses to (DATA on
 	// stream 0, HEADERS on an even stream).
@@ -209,6 +211,9 @@ func (p *H2Peer) read() {
 		// already sees its HEADERS counted.
 		p.mu.Lock()
 		p.counts[frameName(f)]++
+		if wu, ok := f.(*http2.WindowUpdateFrame); ok && wu.StreamID == 0 {
+			p.connWindow += int64(wu.Increment)
+		}
 		p.mu.Unlock()
 		switch f := f.(type) {
 		case *http2.SettingsFrame:
@@ -324,6 +329,15 @@ func (p *H2Peer) WaitCount(name string, n int, timeout time.Duration) bool {
 		time.Sleep(time.Millisecond)
 	}
 	return true
+}
+
+// ConnWindow reports the connection receive window the client granted so
+// far: the initial 65,535 bytes plus every WINDOW_UPDATE increment it
+// sent on stream 0 (the DATA the server sent is not taken off).
+func (p *H2Peer) ConnWindow() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.connWindow
 }
 
 // ClientSetting reports the value the client's first SETTINGS frame gave
