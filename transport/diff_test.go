@@ -30,6 +30,9 @@ type scenario struct {
 	run func(t *testing.T, rt http.RoundTripper, srv *testServer) []any
 	// noConnCount skips comparing the number of connections (racy by design).
 	noConnCount bool
+	// h2: TLS with HTTP/2 offered by ALPN and ForceAttemptHTTP2 on both
+	// clients; every request the server reads must be HTTP/2.0.
+	h2 bool
 }
 
 // boundedReq is a GET that gives up after 10s, so a CancelRequest that
@@ -744,15 +747,17 @@ func runDiffRows(t *testing.T, rows []scenario, cert *selfsigned.Cert) {
 				if sc.raw != nil {
 					srv = startRawServer(t, sc.raw)
 				} else {
-					srv = startHandlerServer(t, sc.handler, sc.tls, cert)
+					srv = startHandlerServerH2(t, sc.handler, sc.tls || sc.h2, sc.h2, cert)
 				}
 				var tlsCfg *tls.Config
-				if sc.tls {
+				if sc.tls || sc.h2 {
 					tlsCfg = cert.ClientConfig()
 				}
-				rt := sc.set.nethttp(tlsCfg)
+				set := sc.set
+				set.ForceAttemptHTTP2 = set.ForceAttemptHTTP2 || sc.h2
+				rt := set.nethttp(tlsCfg)
 				if impl == "ferry" {
-					rt = sc.set.ferry(tlsCfg)
+					rt = set.ferry(tlsCfg)
 				}
 				// A row that hangs (a client waiting for bytes that never
 				// come) fails after rowTimeout instead of stalling the suite.
@@ -764,6 +769,13 @@ func runDiffRows(t *testing.T, rows []scenario, cert *selfsigned.Cert) {
 				closeIdle(rt)
 				srv.mu.Lock()
 				res[i] = diffResult{Obs: obs, Seen: srv.seen, Conns: srv.conns}
+				if sc.h2 {
+					for proto, n := range srv.protos {
+						if proto != "HTTP/2.0" {
+							t.Errorf("%s: the server read %d requests over %s, want every one over HTTP/2.0", impl, n, proto)
+						}
+					}
+				}
 				srv.mu.Unlock()
 				if sc.noConnCount {
 					res[i].Conns = 0

@@ -37,10 +37,12 @@ type settings struct {
 	ResponseHeaderTimeout  time.Duration
 	ExpectContinueTimeout  time.Duration
 	MaxResponseHeaderBytes int64
+	ForceAttemptHTTP2      bool
 }
 
 func (s settings) nethttp(tlsCfg *tls.Config) http.RoundTripper {
 	return &http.Transport{
+		ForceAttemptHTTP2:      s.ForceAttemptHTTP2,
 		DisableKeepAlives:      s.DisableKeepAlives,
 		DisableCompression:     s.DisableCompression,
 		MaxConnsPerHost:        s.MaxConnsPerHost,
@@ -71,10 +73,11 @@ type seenRequest struct {
 type testServer struct {
 	URL string
 
-	mu    sync.Mutex // guards seen, conns and raw
-	seen  []seenRequest
-	conns int
-	raw   []string // raw request heads seen by a scripted server
+	mu     sync.Mutex // guards seen, conns, raw and protos
+	seen   []seenRequest
+	conns  int
+	raw    []string       // raw request heads seen by a scripted server
+	protos map[string]int // requests a handler server read, by protocol
 
 	hs    *httptest.Server
 	ln    net.Listener
@@ -129,10 +132,19 @@ func (s *testServer) abort() {
 // startHandlerServer serves h, recording each request (its body is read
 // first and replaced, so h sees it too).
 func startHandlerServer(t *testing.T, h http.HandlerFunc, useTLS bool, cert *selfsigned.Cert) *testServer {
-	s := &testServer{}
+	return startHandlerServerH2(t, h, useTLS, false, cert)
+}
+
+// startHandlerServerH2 is startHandlerServer that, with TLS and h2, also
+// offers HTTP/2 by ALPN.
+func startHandlerServerH2(t *testing.T, h http.HandlerFunc, useTLS, h2 bool, cert *selfsigned.Cert) *testServer {
+	s := &testServer{protos: map[string]int{}}
 	rec := func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		hdr := r.Header.Clone()
+		s.mu.Lock()
+		s.protos[r.Proto]++
+		s.mu.Unlock()
 		s.record(seenRequest{Method: r.Method, URI: r.RequestURI, Header: hdr, Body: string(body), Trailer: r.Trailer.Clone()})
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
 		h(w, r)
@@ -148,6 +160,10 @@ func startHandlerServer(t *testing.T, h http.HandlerFunc, useTLS bool, cert *sel
 	s.hs.Config.ErrorLog = nilLogger()
 	if useTLS {
 		s.hs.TLS = cert.ServerConfig()
+		if h2 {
+			s.hs.EnableHTTP2 = true
+			s.hs.TLS.NextProtos = []string{"h2", "http/1.1"}
+		}
 		s.hs.StartTLS()
 	} else {
 		s.hs.Start()
