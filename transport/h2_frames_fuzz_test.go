@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"testing"
 	"time"
 
@@ -22,14 +23,19 @@ const h2FuzzBound = 5 * time.Second
 // its sending side (a request retried on a new connection is answered
 // plainly there). The request through ferry's Transport must end with
 // a response or an error (the body read included) within a bound, with no
-// panic, and the process must not allocate more than a generous bound for
-// an input of a few KiB. The seed corpus (testdata/fuzz/FuzzH2ServerFrames)
-// holds well-formed answers and each frame type.
+// panic, the process must not allocate more than a generous bound for an
+// input of a few KiB, and once the client's idle connections and the
+// server are closed the goroutines must return to their number before the
+// input. The seed corpus (testdata/fuzz/FuzzH2ServerFrames) holds
+// well-formed answers, each frame type, and hostile sequences (protocol
+// and flow-control violations, floods of empty frames, a header block
+// that never ends, a frame cut short).
 func FuzzH2ServerFrames(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 64<<10 {
 			return // the frames of interest fit; larger inputs only slow the fuzzer
 		}
+		goroutines := runtime.NumGoroutine()
 		s := testpeer.StartH2Hostile(t, testpeer.H2HostileScript{
 			Serve: func(p *testpeer.H2Peer) {
 				id, ok := p.NextStream(h2FuzzBound)
@@ -74,5 +80,23 @@ func FuzzH2ServerFrames(f *testing.F) {
 		if a := allocated(); a > 64<<20 {
 			t.Fatalf("%d MiB allocated for a %d-byte server stream", a>>20, len(data))
 		}
+		s.Close()
+		h2FuzzGoroutinesBack(t, goroutines)
 	})
+}
+
+// h2FuzzGoroutinesBack waits, up to h2FuzzBound, until the process has no
+// more goroutines than before the input, and fails with their stacks if
+// that never happens (a connection's reader or a request's goroutine left
+// behind).
+func h2FuzzGoroutinesBack(t *testing.T, before int) {
+	deadline := time.Now().Add(h2FuzzBound)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("%d goroutines %v after the input, %d before:\n%s", runtime.NumGoroutine(), h2FuzzBound, before, buf)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
