@@ -217,3 +217,113 @@ func TestH2FramesEmptyContinuationFlood(t *testing.T) {
 		<-done
 	})
 }
+
+// TestH2FramesPaddingRefunded: padding counts against flow control, but
+// the client never hands it to the caller, so it must give it back at
+// once (RFC 9113 6.1). With 65,535-byte receive buffers, the server sends
+// 300 DATA frames of one byte and 255 bytes of padding (77,100
+// flow-controlled bytes, beyond both windows) while the caller reads
+// nothing, never exceeding the windows the client granted: it can finish
+// only if the client returns the padding without waiting for reads.
+func TestH2FramesPaddingRefunded(t *testing.T) {
+	const frames, pad = 300, 255
+	mk := func(std *http.Transport) {
+		std.HTTP2 = &http.HTTP2Config{MaxReceiveBufferPerStream: 65535, MaxReceiveBufferPerConnection: 65535}
+	}
+	h2FrameRun(t, mk, func(t *testing.T, side string, rt http.RoundTripper) {
+		sent := make(chan int, 1)
+		s := testpeer.StartH2Hostile(t, testpeer.H2HostileScript{
+			Serve: func(p *testpeer.H2Peer) {
+				id, ok := p.NextStream(h2FrameHang)
+				if !ok {
+					sent <- 0
+					return
+				}
+				streamWindow := int64(65535)
+				if v, ok := p.ClientSetting(http2.SettingInitialWindowSize); ok {
+					streamWindow = int64(v)
+				}
+				h2Headers200(p, id)
+				padding := make([]byte, pad)
+				const cost = 1 + 1 + pad // pad length byte, data, padding
+				var used int64
+				i := 0
+				for deadline := time.Now().Add(h2FrameHang); i < frames && time.Now().Before(deadline); {
+					if used+cost > streamWindow+p.WindowUpdates(id) || used+cost > p.ConnWindow() {
+						time.Sleep(time.Millisecond) // wait for the client's WINDOW_UPDATEs
+						continue
+					}
+					if p.Write(func(fr *http2.Framer) error { return fr.WriteDataPadded(id, false, []byte("x"), padding) }) != nil {
+						break
+					}
+					used += cost
+					i++
+				}
+				sent <- i
+				if i == frames {
+					p.Data(id, true, nil)
+				}
+				<-p.Closed()
+			},
+		})
+		req := newReq(t, "GET", "http://"+s.Addr()+"/", nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*h2FrameHang)
+		defer cancel()
+		resp, err := rt.RoundTrip(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		n := <-sent
+		if n < frames {
+			t.Fatalf("the server could send %d of %d padded frames within the windows: the client did not return the padding", n, frames)
+		}
+		got, err := readBounded(resp.Body)
+		if err != nil || got != frames {
+			t.Errorf("body: %d bytes, %v; want %d bytes", got, err, frames)
+		}
+		t.Logf("%s: %d padded frames within the windows; body %d bytes", side, n, got)
+	})
+}
+
+// TestH2FramesInformationalFlood: 103 responses without end, and the
+// caller has no Got1xxResponse hook (which would make the count its
+// business): the client must stop them at its header limit with an
+// error, not read them forever. Both clients count the 1xx header bytes
+// against MaxResponseHeaderBytes (16 KiB here).
+func TestH2FramesInformationalFlood(t *testing.T) {
+	const most = 100000
+	mk := func(std *http.Transport) { std.MaxResponseHeaderBytes = 16 << 10 }
+	h2FrameRun(t, mk, func(t *testing.T, side string, rt http.RoundTripper) {
+		var written atomic.Int64
+		s := testpeer.StartH2Hostile(t, testpeer.H2HostileScript{
+			Serve: func(p *testpeer.H2Peer) {
+				id, ok := p.NextStream(h2FrameHang)
+				if !ok {
+					return
+				}
+				for i := 0; i < most; i++ {
+					if p.Headers(id, false, ":status", "103", "link", "</style.css>; rel=preload") != nil {
+						break
+					}
+					written.Add(1)
+				}
+				<-p.Closed()
+			},
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), h2FrameHang)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+s.Addr()+"/", nil)
+		start := time.Now()
+		resp, err := rt.RoundTrip(req)
+		elapsed := time.Since(start)
+		if err == nil {
+			resp.Body.Close()
+			t.Fatalf("got %d after %d informational responses, want an error", resp.StatusCode, written.Load())
+		}
+		if elapsed >= h2FrameHang || ctx.Err() != nil {
+			t.Errorf("ended by the deadline after %v (%d informational responses written): %v", elapsed, written.Load(), err)
+		}
+		t.Logf("%s: %v after %v, %d informational responses written by then", side, err, elapsed.Round(time.Millisecond), written.Load())
+	})
+}

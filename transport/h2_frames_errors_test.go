@@ -302,3 +302,34 @@ func TestH2FramesServerClosesMidSettings(t *testing.T) {
 		}
 	})
 }
+
+// TestH2FramesHeaderBlockInManyFragments: a valid response header block
+// cut into 2-byte pieces, a HEADERS frame and hundreds of CONTINUATION
+// frames: a legal (if odd) encoding every client must accept; a cap on
+// CONTINUATION frames must not refuse it.
+func TestH2FramesHeaderBlockInManyFragments(t *testing.T) {
+	var fragments int
+	h2FrameViolation{
+		act: func(p *testpeer.H2Peer, id uint32) bool {
+			block := testpeer.HeaderBlock(":status", "200", "x-long", strings.Repeat("v", 1000))
+			fragments = (len(block) + 1) / 2
+			p.Write(func(fr *http2.Framer) error {
+				if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block[:2]}); err != nil {
+					return err
+				}
+				for rest := block[2:]; len(rest) > 0; rest = rest[min(2, len(rest)):] {
+					if err := fr.WriteContinuation(id, len(rest) <= 2, rest[:min(2, len(rest))]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			return p.Data(id, true, []byte("fragmented")) == nil
+		},
+		want:  `200 "fragmented"`,
+		conns: 1,
+		check: func(t *testing.T, side string, o h2FrameOutcome, peers *h2FramePeers) {
+			t.Logf("%s: header block in %d frames", side, fragments)
+		},
+	}.run(t)
+}

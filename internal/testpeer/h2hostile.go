@@ -56,10 +56,10 @@ type H2Peer struct {
 	streams chan uint32
 	closed  chan struct{} // closed when the reader ends (EOF, error, server close)
 
-	mu         sync.Mutex // guards counts, settings and connWindow
-	counts     map[string]int
-	settings   map[http2.SettingID]uint32
-	connWindow int64 // 65,535 plus the client's WINDOW_UPDATE increments on stream 0
+	mu       sync.Mutex // guards counts, settings and granted
+	counts   map[string]int
+	settings map[http2.SettingID]uint32
+	granted  map[uint32]int64 // the client's WINDOW_UPDATE increments, summed by stream (0: the connection)
 }
 
 // StartH2Hostile starts an H2Hostile server on a loopback port; the test's
@@ -114,17 +114,17 @@ func (s *H2Hostile) serve(n int, c net.Conn) {
 		return
 	}
 	p := &H2Peer{
-		Conn:       c,
-		N:          n,
-		fr:         http2.NewFramer(c, c),
-		writes:     make(chan h2Write),
-		wdone:      make(chan struct{}),
-		stop:       make(chan struct{}),
-		streams:    make(chan uint32, 1024),
-		closed:     make(chan struct{}),
-		counts:     map[string]int{},
-		settings:   map[http2.SettingID]uint32{},
-		connWindow: 65535,
+		Conn:     c,
+		N:        n,
+		fr:       http2.NewFramer(c, c),
+		writes:   make(chan h2Write),
+		wdone:    make(chan struct{}),
+		stop:     make(chan struct{}),
+		streams:  make(chan uint32, 1024),
+		closed:   make(chan struct{}),
+		counts:   map[string]int{},
+		settings: map[http2.SettingID]uint32{},
+		granted:  map[uint32]int64{},
 	}
 	// A hostile server writes what a correct Framer refuses to (DATA on
 	// stream 0, HEADERS on an even stream).
@@ -211,8 +211,8 @@ func (p *H2Peer) read() {
 		// already sees its HEADERS counted.
 		p.mu.Lock()
 		p.counts[frameName(f)]++
-		if wu, ok := f.(*http2.WindowUpdateFrame); ok && wu.StreamID == 0 {
-			p.connWindow += int64(wu.Increment)
+		if wu, ok := f.(*http2.WindowUpdateFrame); ok {
+			p.granted[wu.StreamID] += int64(wu.Increment)
 		}
 		p.mu.Unlock()
 		switch f := f.(type) {
@@ -335,9 +335,15 @@ func (p *H2Peer) WaitCount(name string, n int, timeout time.Duration) bool {
 // far: the initial 65,535 bytes plus every WINDOW_UPDATE increment it
 // sent on stream 0 (the DATA the server sent is not taken off).
 func (p *H2Peer) ConnWindow() int64 {
+	return 65535 + p.WindowUpdates(0)
+}
+
+// WindowUpdates reports the sum of the WINDOW_UPDATE increments the
+// client sent so far on stream id (0: the connection).
+func (p *H2Peer) WindowUpdates(id uint32) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.connWindow
+	return p.granted[id]
 }
 
 // ClientSetting reports the value the client's first SETTINGS frame gave
