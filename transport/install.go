@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // One-line adoption (Install, InstallDefaultTransport) and the
@@ -21,9 +22,17 @@ var installed atomic.Pointer[Transport]
 // before it), to recognise its default dialer.
 var stockDefaultTransport, _ = http.DefaultTransport.(*http.Transport)
 
-// netDialerDialContext is the code of a (*net.Dialer).DialContext method
-// value: what net/http's DefaultTransport.DialContext holds.
-var netDialerDialContext = reflect.ValueOf((&net.Dialer{}).DialContext).Pointer()
+// stockDialContext is the identity (funcID) of net/http's default dialer,
+// stockDefaultTransport's DialContext when this package is initialised:
+// a (*net.Dialer).DialContext method value. Another net.Dialer's method
+// value, one the program set, has the same code but not this identity.
+var stockDialContext = func() unsafe.Pointer {
+	if stockDefaultTransport == nil || stockDefaultTransport.DialContext == nil ||
+		reflect.ValueOf(stockDefaultTransport.DialContext).Pointer() != reflect.ValueOf((&net.Dialer{}).DialContext).Pointer() {
+		return nil
+	}
+	return funcID(&stockDefaultTransport.DialContext)
+}()
 
 // Install makes ferry send the requests of http.DefaultTransport, which
 // stays the *http.Transport it was, and returns the undo function. It is
@@ -54,31 +63,40 @@ var netDialerDialContext = reflect.ValueOf((&net.Dialer{}).DialContext).Pointer(
 // ferry too, as they would to net/http (except NextProtos, read at the
 // first request).
 //
-// If the program later changes a setting of http.DefaultTransport
-// (assigns TLSClientConfig, Proxy, DialContext, a timeout, any exported
-// field), the requests made from then on are declined to net/http, which
-// applies the change: the program gets exactly what it configured. Each
-// request compares the fields with those seen at Install (about 30 loads
-// and compares, tens of nanoseconds, no allocation): values, and the
-// identity of pointers, maps and functions, plus the length of maps. An
-// HTTP2Config, or an existing map entry, changed in place is not noticed
-// (assign a new one instead). Also left to net/http: https WebSocket
-// upgrades, which it never hands to a registered protocol (an http://
-// Upgrade or CONNECT request reaches ferry, which sends it over HTTP/1.1
-// as net/http would). Requests declined
-// to net/http over https use HTTP/1.1, because net/http cannot configure
-// its bundled HTTP/2 on a transport whose "https" is registered (it takes
-// ferry for its HTTP/2; this stays so after undo). A request with a body
-// reaches ferry as net/http's shallow copy (the body wrapped so that a
-// declined request can be sent again), and the response's Request is that
-// copy.
+// If the program changes a setting of http.DefaultTransport (assigns
+// TLSClientConfig, Proxy, DialContext, a timeout, any exported field),
+// the next request builds a ferry Transport from the new settings, once
+// per change, and it serves the requests from then on; the replaced one's
+// idle connections are closed (net/http would keep its pool). Each
+// request compares the fields with those the serving Transport was built
+// from (about 30 loads and compares, tens of nanoseconds, no allocation):
+// values, and the identity of pointers, maps and functions, plus the
+// length of maps. An HTTP2Config, or an existing map entry, changed in
+// place is not noticed (assign a new one instead). The protocols follow
+// net/http's first-use rule: at the first request (or
+// CloseIdleConnections call) the protocols are fixed and, with HTTP/2 on,
+// "h2" and "http/1.1" are added to TLSClientConfig.NextProtos as net/http
+// does; a TLS config assigned before then gets HTTP/2, one assigned after
+// offers the NextProtos it has (a clone of the config in use keeps HTTP/2,
+// a new config without NextProtos gets HTTP/1.1, as with net/http).
+// Stats of the Transport Installed returns cover all the Transports built
+// for one Install.
+//
+// Left to net/http: https WebSocket upgrades, which it never hands to a
+// registered protocol (an http:// Upgrade or CONNECT request reaches
+// ferry, which sends it over HTTP/1.1 as net/http would). A request with
+// a body reaches ferry as net/http's shallow copy (the body wrapped so
+// that a declined request can be sent again), and the response's Request
+// is that copy.
 //
 // Call Install before http.DefaultTransport's first request: at the start
 // of main or from an init function. A registration lasts for the process;
-// the undo function makes it decline every request (net/http then sends
-// them), forgets the Transport for Installed and closes its idle
-// connections; calling it again does nothing. Install called again
-// installs a new ferry Transport on the same registration.
+// the undo function hands http.DefaultTransport's requests to a net/http
+// Transport with its settings (a Clone, rebuilt when they change, with
+// net/http's own HTTP/2: http.DefaultTransport itself took ferry for its
+// HTTP/2 and has none), forgets the Transport for Installed and closes
+// its idle connections; calling it again does nothing. Install called
+// again installs a new ferry Transport on the same registration.
 //
 // When the registration is not possible (http.DefaultTransport is not an
 // *http.Transport, it was used already, or its "https" is registered by
@@ -157,11 +175,12 @@ func Installed() *Transport { return installed.Load() }
 // ferry's dialer has the same 30 s timeout and keep-alive and adds the DNS
 // cache, Happy Eyeballs and HTTP/3, all of which a DialContext set on the
 // Transport would turn off. Any other DialContext (a function of the
-// program's, or a net.Dialer on a transport the program made) is kept.
+// program's, or a net.Dialer the program set, on this transport or
+// another) is kept.
 func fromDisplaced(base *http.Transport) *Transport {
 	t := From(base)
-	if base != nil && base == stockDefaultTransport && base.DialContext != nil &&
-		reflect.ValueOf(base.DialContext).Pointer() == netDialerDialContext {
+	if base != nil && base == stockDefaultTransport && stockDialContext != nil &&
+		funcID(&base.DialContext) == stockDialContext {
 		t.DialContext = nil
 	}
 	return t

@@ -15,8 +15,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestInstallRegisteredPrograms runs testdata/adoptregistered, a program
@@ -49,25 +51,36 @@ func TestInstallRegisteredPrograms(t *testing.T) {
 			ferry:    []string{"ferry after-default-client h1=1 h2=0", "ferry after-clone h1=1 h2=0"},
 		},
 		{
-			// After the program assigns TLSClientConfig, then Proxy, its
-			// requests are declined to net/http, which applies them.
+			// After the program assigns TLSClientConfig, then Proxy,
+			// ferry serves its requests with Transports built from the
+			// new settings: the https request over HTTP/1.1 as net/http
+			// (a config set after the first use offers its own ALPN
+			// list, here none), the http one through the proxy.
 			scenario: "mutate",
 			ferry: []string{
 				"ferry before-change h1=1 h2=0",
-				"ferry after-tls-change h1=1 h2=0",
-				"ferry after-proxy-change h1=1 h2=0",
+				"ferry after-tls-change h1=2 h2=0",
+				"ferry after-proxy-change h1=3 h2=0",
 			},
 		},
 		{
-			// A TLS config set before the first request: the request is
-			// declined to net/http, which cannot use its HTTP/2 on a
-			// transport with "https" registered (see Install).
+			// A clone of the config in use keeps the ALPN list net/http
+			// put there at the first use: HTTP/2, served by ferry.
+			scenario: "tls-clone-after-first-use",
+			ferry:    []string{"ferry before-change h1=1 h2=0", "ferry after-tls-clone h1=1 h2=1"},
+		},
+		{
+			// A TLS config set before the first request: ferry builds a
+			// Transport from it and speaks HTTP/2, as net/http would.
 			scenario: "tls-before-first-request",
-			ferry:    []string{"ferry after-https h1=0 h2=0"},
-			differs: [][2]string{{
-				`https-first-request 200 HTTP/2.0 "HTTP/2.0 /b" <nil>`,
-				`https-first-request 200 HTTP/1.1 "HTTP/1.1 /b" <nil>`,
-			}},
+			ferry:    []string{"ferry after-https h1=0 h2=1"},
+		},
+		{
+			// After undo net/http sends the requests, with its HTTP/2
+			// (through a clone of the transport: the transport itself
+			// took ferry's registration for its HTTP/2).
+			scenario: "undo-then-https",
+			ferry:    []string{"ferry before-undo h1=0 h2=1", "ferry after-undo h1=0 h2=1"},
 		},
 		{
 			// http.Get and clients with a nil Transport (one with a
@@ -201,13 +214,15 @@ var settingChanges = map[string]func(*http.Transport){
 	},
 }
 
-// TestInstallRegisteredDeclinesChangedSetting: after any exported field of
-// the adopted transport changes, its requests go to net/http (ferry's
-// Stats stay still, the server still answers), and a map grown in place
-// counts as a change. The table must name every exported field of
-// http.Transport on the toolchain running the test, so a field a new Go
-// adds fails here until stdSnapshot covers it.
-func TestInstallRegisteredDeclinesChangedSetting(t *testing.T) {
+// TestInstallRegisteredAppliesChangedSetting: after any exported field of
+// the adopted transport changes, its next request is served by a ferry
+// Transport built once for the change with that field as the program set
+// it, the replaced Transport's idle connection is closed, and Stats of the
+// first Transport count every request; a map grown in place counts as a
+// change. The table must name every exported field of http.Transport on
+// the toolchain running the test, so a field a new Go adds fails here
+// until stdSnapshot covers it.
+func TestInstallRegisteredAppliesChangedSetting(t *testing.T) {
 	st := reflect.TypeFor[http.Transport]()
 	var fields []string
 	for i := 0; i < st.NumField(); i++ {
@@ -246,23 +261,80 @@ func TestInstallRegisteredDeclinesChangedSetting(t *testing.T) {
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
 			std, ft, _ := newAdoptedTransport(t)
+			field, _, _ := strings.Cut(name, "-")
 			if name == "ProxyConnectHeader-in-place" {
 				// A map the program set before Install, then grows.
 				std.ProxyConnectHeader = http.Header{"X-Via": {"a"}}
 				std, ft = readopt(t, std)
 			}
 			get(t, std)
-			if n := ft.Stats().Requests.H1; n != 1 {
-				t.Fatalf("before the change ferry served %d requests, want 1", n)
+			if s := ft.Stats(); s.Requests.H1 != 1 || s.Conns.IdleH1 != 1 {
+				t.Fatalf("before the change ferry served %d requests, %d connections idle; want 1 and 1", s.Requests.H1, s.Conns.IdleH1)
 			}
 			change(std)
 			get(t, std)
+			serving := servingTransport(ft)
 			get(t, std)
-			if n := ft.Stats().Requests.H1; n != 1 {
-				t.Errorf("after changing %s ferry served %d requests, want still 1 (declined to net/http)", name, n)
+			if serving == ft {
+				t.Fatalf("after changing %s the request was served by the Transport built before", name)
+			}
+			if again := servingTransport(ft); again != serving {
+				t.Errorf("after changing %s once, a Transport was built for each of two requests", name)
+			}
+			if n := ft.ownStats().Conns.IdleH1; n != 0 {
+				t.Errorf("the replaced Transport keeps %d idle connections, want 0", n)
+			}
+			// Twice: the first call folds the replaced Transport, which has
+			// no connection left, into the lineage's sums.
+			for range 2 {
+				if n := ft.Stats().Requests.H1; n != 3 {
+					t.Errorf("Stats of the installed Transport count %d requests, want 3", n)
+				}
+			}
+			if members, _ := ft.line.snapshot(); len(members) != 1 {
+				t.Errorf("the lineage keeps %d Transports after Stats, want only the one in use", len(members))
+			}
+			if !sameSetting(reflect.ValueOf(serving).Elem().FieldByName(field), reflect.ValueOf(std).Elem().FieldByName(field)) {
+				t.Errorf("the Transport serving after the change has %s %v, the adopted transport %v", field,
+					reflect.ValueOf(serving).Elem().FieldByName(field), reflect.ValueOf(std).Elem().FieldByName(field))
 			}
 		})
 	}
+}
+
+// servingTransport is the Transport of ft's lineage in use now.
+func servingTransport(ft *Transport) *Transport {
+	members, _ := ft.line.snapshot()
+	return members[0]
+}
+
+// sameSetting reports whether a setting of a ferry Transport is the
+// adopted transport's: the same function, pointer (TLSClientConfig is
+// shared), or an equal copy (maps, HTTP2, Protocols: From copies them).
+func sameSetting(f, s reflect.Value) bool {
+	switch f.Kind() {
+	case reflect.Func:
+		// The function value's identity (its closure or method value),
+		// not only its code: both fields are addressable.
+		return *(*unsafe.Pointer)(f.Addr().UnsafePointer()) == *(*unsafe.Pointer)(s.Addr().UnsafePointer())
+	case reflect.Map:
+		if f.Len() != s.Len() || f.IsNil() != s.IsNil() {
+			return false
+		}
+		for _, k := range s.MapKeys() {
+			fv, sv := f.MapIndex(k), s.MapIndex(k)
+			if !fv.IsValid() || (sv.Kind() == reflect.Func && fv.Pointer() != sv.Pointer()) ||
+				(sv.Kind() != reflect.Func && !reflect.DeepEqual(fv.Interface(), sv.Interface())) {
+				return false
+			}
+		}
+		return true
+	case reflect.Pointer:
+		if f.Type() == reflect.TypeFor[*tls.Config]() {
+			return f.Pointer() == s.Pointer()
+		}
+	}
+	return reflect.DeepEqual(f.Interface(), s.Interface())
 }
 
 // readopt registers an adoption on std (already configured by the test)
@@ -326,5 +398,48 @@ func TestInstallRegisteredRoutesAndUndoes(t *testing.T) {
 	defer used.CloseIdleConnections()
 	if _, err := registerAdoption(used); err == nil {
 		t.Fatal("registered on a transport whose https scheme net/http's HTTP/2 holds")
+	}
+}
+
+// TestInstallRegisteredChangeSeenByConcurrentRequests: requests that all
+// find the settings changed at once are served by one Transport built for
+// the change (any other built meanwhile is dropped unused), and Stats
+// count every request.
+func TestInstallRegisteredChangeSeenByConcurrentRequests(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	defer srv.Close()
+	std, ft, _ := newAdoptedTransport(t)
+	std.MaxIdleConnsPerHost = 16
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			resp, err := std.RoundTrip(mustRequest(srv.URL))
+			if err != nil {
+				errs <- err
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	members, _ := ft.line.snapshot()
+	if len(members) != 2 || members[1] != ft {
+		t.Errorf("the lineage holds %d Transports, want the one built for the change and the first", len(members))
+	}
+	if got := members[0].ownStats().Requests.H1; got != n {
+		t.Errorf("the Transport built for the change served %d requests, want %d", got, n)
+	}
+	if got := ft.Stats().Requests.H1; got != n {
+		t.Errorf("Stats of the installed Transport count %d requests, want %d", got, n)
 	}
 }

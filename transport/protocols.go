@@ -100,6 +100,21 @@ func computeProtocols(t *Transport) protoSet {
 	if t.TLSClientConfig != nil {
 		given = t.TLSClientConfig.NextProtos
 	}
+	if f := t.fixedProtos; f != nil {
+		// A Transport Install built for an adopted transport whose
+		// settings changed after its first use: net/http fixed the
+		// protocols then and offers the ALPN list of whatever
+		// TLSClientConfig is set now as it is.
+		ps.h1, ps.h2, ps.h2c, ps.h3 = f.h1, f.h2, f.h2c, f.h3
+		given = slices.Clone(given)
+		if !ps.h2 {
+			given = slices.DeleteFunc(given, func(s string) bool { return s == "h2" })
+		}
+		if len(given) > 0 {
+			ps.alpn = given
+		}
+		return ps
+	}
 	_, userH2 := ps.nextProto["h2"]
 	switch {
 	case userH2:

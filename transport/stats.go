@@ -229,7 +229,19 @@ func (s *transportStats) countBroken() {
 // Stats returns a snapshot of t's counters; see Stats for what each means
 // and what it costs. It may be called at any time from any goroutine,
 // also before t's first request (everything is zero then).
+//
+// For the Transport Install put behind http.DefaultTransport, the figures
+// cover every Transport built for that Install: the first, and those
+// built when the program changed http.DefaultTransport's settings.
 func (t *Transport) Stats() Stats {
+	if t.line != nil {
+		return t.line.stats()
+	}
+	return t.ownStats()
+}
+
+// ownStats is Stats of t alone.
+func (t *Transport) ownStats() Stats {
 	t.init()
 	var st Stats
 	s := &t.stats

@@ -205,7 +205,14 @@ type Transport struct {
 	// clock. Nil means time.Now.
 	dnsClock func() time.Time
 	stats    transportStats // request-path counters behind Stats (stats.go)
-	h1cfg    h1conn.Config  // what HTTP/1.1 connections read of the settings (h1Config)
+	// fixedProtos, set before first use by Install's adoption for a
+	// Transport built after the adopted http.Transport's first use, is the
+	// protocol set net/http fixed at that first use (computeProtocols).
+	fixedProtos *protoSet
+	// line, set before first use by Install's adoption, is the set of
+	// Transports built for one Install; Stats of each covers them all.
+	line  *lineage
+	h1cfg h1conn.Config // what HTTP/1.1 connections read of the settings (h1Config)
 }
 
 // New returns a Transport with http.DefaultTransport's settings:

@@ -27,7 +27,7 @@ import (
 
 func main() {
 	adopt := flag.String("adopt", "install", "install | none")
-	scenario := flag.String("scenario", "", "assert-clone | mutate | tls-before-first-request | get-and-timeout")
+	scenario := flag.String("scenario", "", "assert-clone | mutate | tls-clone-after-first-use | undo-then-https | tls-before-first-request | get-and-timeout")
 	flag.Parse()
 
 	// Servers are made before Install, as in a program whose servers and
@@ -57,9 +57,10 @@ func main() {
 	defer proxy.Close()
 
 	var ferry *transport.Transport
+	undo := func() {}
 	switch *adopt {
 	case "install":
-		transport.Install()
+		undo = transport.Install()
 		ferry = transport.Installed()
 	case "none":
 	default:
@@ -102,6 +103,30 @@ func main() {
 		get("http-after-proxy-change", &http.Client{}, "http://origin.invalid/c")
 		fmt.Printf("proxy-saw %d\n", proxied.Load())
 		stats("after-proxy-change")
+
+	case "tls-clone-after-first-use":
+		get("before-change", &http.Client{}, plain.URL+"/a")
+		stats("before-change")
+		// What libraries do to add a root: a clone of the config in use,
+		// which keeps the ALPN list net/http set at the first use.
+		std := http.DefaultTransport.(*http.Transport)
+		cfg := std.TLSClientConfig.Clone()
+		cfg.RootCAs = x509.NewCertPool()
+		cfg.RootCAs.AddCert(tlsSrv.Certificate())
+		std.TLSClientConfig = cfg
+		fmt.Printf("next-protos %q\n", cfg.NextProtos)
+		get("https-after-tls-clone", &http.Client{}, tlsSrv.URL+"/b")
+		stats("after-tls-clone")
+
+	case "undo-then-https":
+		pool := x509.NewCertPool()
+		pool.AddCert(tlsSrv.Certificate())
+		http.DefaultTransport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: pool}
+		get("https-before-undo", &http.Client{}, tlsSrv.URL+"/b")
+		stats("before-undo")
+		undo()
+		get("https-after-undo", &http.Client{}, tlsSrv.URL+"/c")
+		stats("after-undo")
 
 	case "tls-before-first-request":
 		// The program configures the transport before its first request.
