@@ -179,11 +179,18 @@ func Installed() *Transport { return installed.Load() }
 // another) is kept.
 func fromDisplaced(base *http.Transport) *Transport {
 	t := From(base)
+	dropStockDialer(t, base)
+	return t
+}
+
+// dropStockDialer clears t's DialContext, copied from base, if it is
+// net/http's default dialer on net/http's own DefaultTransport (see
+// fromDisplaced).
+func dropStockDialer(t *Transport, base *http.Transport) {
 	if base != nil && base == stockDefaultTransport && stockDialContext != nil &&
 		funcID(&base.DialContext) == stockDialContext {
 		t.DialContext = nil
 	}
-	return t
 }
 
 // undoOnce returns a function that runs restore once, forgets t as the

@@ -145,12 +145,14 @@ func (c *adopted) closeIdle() {
 // again).
 func (a *adoption) build(line *lineage) *adopted {
 	seen := snapshotOf(a.std)
-	t := fromDisplaced(a.std)
-	// Share the TLS config instead of From's clone: ferry, like net/http,
-	// clones it for every connection, so a program that changes it in
-	// place (RootCAs, InsecureSkipVerify, Certificates...) is obeyed by
-	// both. ALPN (NextProtos) is read once, when t is first used.
-	t.TLSClientConfig = a.std.TLSClientConfig
+	// The TLS config is shared, not cloned as From does: ferry, like
+	// net/http, clones it for every connection, so a program that changes
+	// it in place (RootCAs, InsecureSkipVerify, Certificates...) is obeyed
+	// by both. ALPN (NextProtos) is read once, when t is first used. Not
+	// reading it here also keeps a Transport built while another request
+	// runs firstUsed from racing with its write.
+	t := fromSharingTLS(a.std)
+	dropStockDialer(t, a.std)
 	t.fixedProtos = a.fixedProtos.Load()
 	t.line = line
 	return &adopted{t: t, seen: seen}
@@ -178,9 +180,6 @@ func (a *adoption) buildNetHTTP() *adopted {
 // so a config without any gets HTTP/1.1. Transports built from then on
 // (build) follow the same rules.
 func (a *adoption) firstUsed(t *Transport) {
-	// t reads NextProtos in init: let that happen first (it may be under
-	// way in a concurrent Stats call), then change them. It computes the
-	// same list from the config before the change as after.
 	t.init()
 	ps := t.h2.protos
 	a.fixedProtos.Store(&ps)
@@ -188,9 +187,20 @@ func (a *adoption) firstUsed(t *Transport) {
 		return // net/http leaves the config alone
 	}
 	if cfg := a.std.TLSClientConfig; cfg != nil {
+		// The Transports of the lineage that have not been initialised
+		// yet (the one replaced, in a concurrent Stats call) read it in
+		// computeProtocols.
+		adoptedNextProtosMu.Lock()
 		cfg.NextProtos = netHTTPNextProtos(cfg.NextProtos, ps.h1, ps.h2)
+		adoptedNextProtosMu.Unlock()
 	}
 }
+
+// adoptedNextProtosMu guards the NextProtos of the TLS configs Install's
+// adoptions share with http.DefaultTransport, between firstUsed's write and
+// the reads of the lineage's Transports initialising (computeProtocols).
+// A request's own dials read the config only after firstUsed returned.
+var adoptedNextProtosMu sync.Mutex
 
 // netHTTPNextProtos is the ALPN list net/http's HTTP/2 setup leaves in a
 // TLS config: "h2" put first and "http/1.1" last when missing, then the

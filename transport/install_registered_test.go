@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -441,5 +442,53 @@ func TestInstallRegisteredChangeSeenByConcurrentRequests(t *testing.T) {
 	}
 	if got := ft.Stats().Requests.H1; got != n {
 		t.Errorf("Stats of the installed Transport count %d requests, want %d", got, n)
+	}
+}
+
+// TestInstallRegisteredTLSSetBeforeConcurrentFirstRequests: a TLS config
+// assigned before the first requests, which come concurrently: every one
+// is served by ferry over HTTP/2, and the config's NextProtos end as
+// net/http's first use leaves them (a plain net/http transport treated
+// the same way is the control).
+func TestInstallRegisteredTLSSetBeforeConcurrentFirstRequests(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, r.Proto) }))
+	srv.EnableHTTP2 = true
+	// Surplus connections of the concurrent dials close mid-handshake.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	std, ft, _ := newAdoptedTransport(t)
+	control := &http.Transport{ForceAttemptHTTP2: true}
+	defer control.CloseIdleConnections()
+	const n = 8
+	for _, rt := range []*http.Transport{std, control} {
+		rt.TLSClientConfig = &tls.Config{RootCAs: srv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+		var wg sync.WaitGroup
+		protos := make(chan string, n)
+		for range n {
+			wg.Go(func() {
+				resp, err := rt.RoundTrip(mustRequest(srv.URL))
+				if err != nil {
+					protos <- err.Error()
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				protos <- resp.Proto
+			})
+		}
+		wg.Wait()
+		close(protos)
+		for p := range protos {
+			if p != "HTTP/2.0" {
+				t.Errorf("a first request got %q, want HTTP/2.0", p)
+			}
+		}
+	}
+	if got, want := std.TLSClientConfig.NextProtos, control.TLSClientConfig.NextProtos; !slices.Equal(got, want) {
+		t.Errorf("NextProtos after the first use: %q, net/http's %q", got, want)
+	}
+	if got := ft.Stats().Requests.H2; got != n {
+		t.Errorf("ferry served %d requests over HTTP/2, want %d", got, n)
 	}
 }

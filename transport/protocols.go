@@ -98,7 +98,17 @@ func computeProtocols(t *Transport) protoSet {
 	}
 	var given []string
 	if t.TLSClientConfig != nil {
-		given = t.TLSClientConfig.NextProtos
+		if t.line != nil {
+			// Install's adoption shares the config with
+			// http.DefaultTransport and may be writing NextProtos now
+			// (firstUsed); it assigns a new slice, so the one read here
+			// stays as read.
+			adoptedNextProtosMu.Lock()
+			given = t.TLSClientConfig.NextProtos
+			adoptedNextProtosMu.Unlock()
+		} else {
+			given = t.TLSClientConfig.NextProtos
+		}
 	}
 	if f := t.fixedProtos; f != nil {
 		// A Transport Install built for an adopted transport whose

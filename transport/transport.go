@@ -236,6 +236,15 @@ func From(t *http.Transport) *Transport {
 	if t == nil {
 		return New()
 	}
+	f := fromSharingTLS(t)
+	f.TLSClientConfig = f.TLSClientConfig.Clone()
+	return f
+}
+
+// fromSharingTLS is From(t) (t non-nil) with t's TLSClientConfig itself
+// rather than a clone: Install's adoption shares it, and does not read it
+// while net/http's first-use setup may be writing its NextProtos.
+func fromSharingTLS(t *http.Transport) *Transport {
 	f := &Transport{}
 	copyStdSettings(f, reflect.ValueOf(t).Elem())
 	return f
@@ -251,6 +260,7 @@ func (t *Transport) Clone() *Transport {
 		DisableHTTP3: t.DisableHTTP3,
 	}
 	copyStdSettings(c, reflect.ValueOf(t).Elem())
+	c.TLSClientConfig = c.TLSClientConfig.Clone()
 	return c
 }
 
@@ -271,8 +281,9 @@ var stdSettingNames = sync.OnceValue(func() []string {
 
 // copyStdSettings sets dst's net/http settings from src, a struct value of
 // type http.Transport or Transport, then gives dst its own copy of every
-// setting that points at mutable data: TLSClientConfig (cloned, as net/http's
-// Clone does), ProxyConnectHeader, TLSNextProto, HTTP2 and Protocols.
+// setting that points at mutable data but TLSClientConfig (which the
+// caller clones, as net/http's Clone does): ProxyConnectHeader,
+// TLSNextProto, HTTP2 and Protocols.
 func copyStdSettings(dst *Transport, src reflect.Value) {
 	dv := reflect.ValueOf(dst).Elem()
 	for _, name := range stdSettingNames() {
@@ -280,9 +291,6 @@ func copyStdSettings(dst *Transport, src reflect.Value) {
 		if d.IsValid() && s.IsValid() && d.Type() == s.Type() {
 			d.Set(s)
 		}
-	}
-	if dst.TLSClientConfig != nil {
-		dst.TLSClientConfig = dst.TLSClientConfig.Clone()
 	}
 	dst.ProxyConnectHeader = dst.ProxyConnectHeader.Clone()
 	if dst.TLSNextProto != nil {
