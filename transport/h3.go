@@ -225,30 +225,47 @@ func (t *Transport) retryDeadPath(req *http.Request, o *h1conn.Outgoing, err err
 	return nil, nil, false
 }
 
+// h3Request is the transport's state for one HTTP/3 request: the
+// exchange (h3conn.Exchange: Request.Cancel, ResponseHeaderTimeout, the
+// 100-continue gate), its CancelRequest entry and, with MaxConnsPerHost,
+// its connection's slot (maxconns.go). It is the exchange's Owner.
+type h3Request struct {
+	ex    h3conn.Exchange
+	reg   *cancelRegistry
+	entry cancelEntry
+	slot  *h3ExchangeSlot // nil without MaxConnsPerHost
+}
+
+func (r *h3Request) ExchangeStarted(req *http.Request, cancel context.CancelCauseFunc) {
+	r.entry = cancelEntry{req: req, stop: cancel}
+	r.reg.register(&r.entry)
+}
+
+func (r *h3Request) ExchangeEnded() {
+	r.reg.unregister(&r.entry)
+	if r.slot != nil {
+		r.slot.quicStreamDone()
+	}
+}
+
 // sendH3 sends req on c (a stream is reserved for it) and applies the
 // retry rules above.
 func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *h1conn.Outgoing, key connKey) (*http.Response, error, bool) {
-	r, ex := t.prepareH3(req, o)
-	if t.MaxConnsPerHost > 0 {
-		ex.slot = &h3ExchangeSlot{t: t, conn: c, key: key}
+	r := &h3Request{reg: &t.cancels}
+	r.ex = h3conn.Exchange{
+		Trace: o.Trace, Body: o.Body, ExpectContinue: o.ExpectContinue,
+		HeaderTimeout: t.ResponseHeaderTimeout, ContinueTimeout: t.ExpectContinueTimeout,
+		Canceled: errRequestCanceled, TimedOut: errHeaderTimeout, Owner: r,
 	}
-	resp, err := c.RoundTrip(r)
+	if t.MaxConnsPerHost > 0 {
+		r.slot = &h3ExchangeSlot{t: t, conn: c, key: key}
+	}
+	resp, err := r.ex.Send(c, req)
 	if err != nil {
-		var re *h3conn.RetryableError
-		if mapped := ex.err(err); mapped != err {
-			// Cancelled (CancelRequest, Request.Cancel) or timed out just
-			// after the connection reported the request unsent, which
-			// leaves the body untouched: the request ends here, so its
-			// body is closed as RoundTrip promises.
-			if errors.As(err, &re) && re.Unsent {
-				closeOutgoing(o)
-			}
-			err = mapped
-		}
-		ex.finish()
 		if errors.Is(err, h3conn.ErrPathDead) {
 			return t.retryDeadPath(req, o, err)
 		}
+		var re *h3conn.RetryableError
 		if !errors.As(err, &re) {
 			return nil, err, true
 		}
@@ -271,9 +288,6 @@ func (t *Transport) sendH3(c *h3conn.Conn, req *http.Request, o *h1conn.Outgoing
 		return nil, nil, false
 	}
 	t.stats.countRequest(protoH3)
-	resp.Request = req
-	ex.gotHeaders()
-	resp.Body = ex.wrapBody(resp.Body)
 	t.noteAltSvc(key, resp)
 	return resp, nil, true
 }

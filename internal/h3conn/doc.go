@@ -31,6 +31,13 @@
 //     stops taking requests, calls [Config.OnPathDead] and closes, and the
 //     requests on it fail with an error wrapping [ErrPathDead] (see
 //     pathwatch.go for the signal and its limits).
+//   - [Exchange] sends one request on a Conn with what the transport adds
+//     around it: Request.Cancel, ResponseHeaderTimeout, the
+//     "Expect: 100-continue" gate and net/http's errors for them. The
+//     transport embeds it in its per-request state and is its
+//     [ExchangeOwner]: it learns when the request becomes cancellable (to
+//     register it for the deprecated Transport.CancelRequest, whose registry
+//     stays in the transport) and when it ended.
 //   - [Race] gives the QUIC handshake a head start over TCP. It returns the
 //     connection when QUIC wins, and otherwise tells the caller to use TCP
 //     while the dial finishes in the background and hands its outcome to a

@@ -5,13 +5,13 @@ import (
 	"net/http/httptrace"
 )
 
-// ReplaceTrace returns ctx with the httptrace hooks trace in place of old,
+// replaceTrace returns ctx with the httptrace hooks trace in place of old,
 // the hooks ctx holds (httptrace.ContextClientTrace). Unlike
 // httptrace.WithClientTrace, which composes and calls the newer hooks
-// first, the replacement decides the order itself: the transport uses it to
+// first, the replacement decides the order itself: Exchange uses it to
 // run the caller's Got100Continue before it lets the request body go. A nil
 // old means ctx holds no hooks: trace is simply added.
-func ReplaceTrace(ctx context.Context, old, trace *httptrace.ClientTrace) context.Context {
+func replaceTrace(ctx context.Context, old, trace *httptrace.ClientTrace) context.Context {
 	if old == nil {
 		return httptrace.WithClientTrace(ctx, trace)
 	}
