@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/ferryhttp/ferry/altsvc"
 	"github.com/ferryhttp/ferry/internal/h1conn"
@@ -120,69 +119,31 @@ func (t *Transport) h3ConnOnce(req *http.Request, o *h1conn.Outgoing, h *h3Clien
 		ev = nil // another request's dial: its hooks are not ours
 	}
 	select {
-	case <-f.done:
+	case <-f.Done():
 		ev.Drain()
 	default:
 		if t.tcpAtHand(key) {
 			ev.Detach()
 			return nil, nil // QUIC goes on in the background
 		}
-		wait := time.Until(f.deadline)
-		if wait <= 0 {
+		if f.HeadStartLeft() <= 0 {
 			ev.Detach()
 			return nil, nil // the head start is spent: QUIC is late or lost
 		}
 		h.waits.Add(1)
-		if done, err := h.waitFlight(req, f, ev, wait); !done {
+		if done, err := f.Wait(req, ev, h.headStartTimer, errQUICLate, errRequestCanceled); !done {
 			return nil, err
 		}
 	}
-	if f.err != nil {
+	if f.Err() != nil {
 		return nil, nil
 	}
-	// f.key, not hk: the origin's flight may have gone to another of its
+	// f.Key, not hk: the origin's flight may have gone to another of its
 	// alternatives than the one this request looked up.
-	if s, ok := h.pool.GetShared(f.key); ok {
+	if s, ok := h.pool.GetShared(f.Key); ok {
 		return s.(*h3conn.Conn), nil
 	}
 	return nil, nil
-}
-
-// waitFlight waits up to wait for f to end, firing the dial's hooks (ev,
-// may be nil) on the request's goroutine meanwhile. It reports whether f
-// ended; if not, err is the request's end (nil when the head start ran
-// out) and the dial's open phases were closed for the request.
-func (h *h3Client) waitFlight(req *http.Request, f *h3Flight, ev *h3conn.DialEvents, wait time.Duration) (done bool, err error) {
-	var timeout <-chan time.Time
-	if h.headStartTimer != nil {
-		c, stop := h.headStartTimer(wait)
-		defer stop()
-		timeout = c
-	} else {
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		timeout = timer.C
-	}
-	ctx := req.Context()
-	for {
-		select {
-		case <-f.done:
-			ev.Drain()
-			return true, nil
-		case e := <-ev.Events():
-			ev.Fire(e)
-		case <-timeout:
-			ev.Abandon(errQUICLate)
-			return false, nil
-		case <-ctx.Done():
-			err := context.Cause(ctx)
-			ev.Abandon(err)
-			return false, err
-		case <-req.Cancel:
-			ev.Abandon(errRequestCanceled)
-			return false, errRequestCanceled
-		}
-	}
 }
 
 // tcpAtHand reports whether key has a pooled TCP connection a request can

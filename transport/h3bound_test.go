@@ -193,7 +193,7 @@ func TestH3OneDialPerOrigin(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 	peak := stop()
-	if n := tr.h3.dialsPeak.Load(); n > 1 {
+	if n := tr.h3.flights.Peak(); n > 1 {
 		t.Errorf("%d QUIC dials at once for one origin, want at most 1", n)
 	}
 	// A blackholed dial lasts quic-go's handshake idle timeout (5 s): one
@@ -205,7 +205,7 @@ func TestH3OneDialPerOrigin(t *testing.T) {
 		t.Errorf("goroutines rose from %d to %d during %d responses, want fewer than 150 more", base, peak, responses)
 	}
 	t.Logf("%d responses in %v: %d dials seen, %d at once at most, goroutines %d -> %d",
-		responses, elapsed.Round(time.Millisecond), hole.dials(), tr.h3.dialsPeak.Load(), base, peak)
+		responses, elapsed.Round(time.Millisecond), hole.dials(), tr.h3.flights.Peak(), base, peak)
 }
 
 // TestH3DialsCappedAcrossOrigins: many origins, each advertising an h3
@@ -256,7 +256,7 @@ func TestH3DialsCappedAcrossOrigins(t *testing.T) {
 		t.Fatal(err)
 	}
 	elapsed := time.Since(start)
-	if n := tr.h3.dialsPeak.Load(); n > maxConcurrentH3Dials {
+	if n := tr.h3.flights.Peak(); n > maxConcurrentH3Dials {
 		t.Errorf("%d QUIC dials at once, want at most %d", n, maxConcurrentH3Dials)
 	}
 	// Each blackholed dial lasts about 5 s (quic-go's handshake idle
@@ -264,7 +264,7 @@ func TestH3DialsCappedAcrossOrigins(t *testing.T) {
 	if n, limit := hole.dials(), maxConcurrentH3Dials*(1+int(elapsed/(4*time.Second))); n > limit {
 		t.Errorf("%d QUIC dials reached the blackhole in %v, want at most %d", n, elapsed.Round(time.Millisecond), limit)
 	}
-	t.Logf("%d origins in %v: %d dials seen, %d at once at most", origins, elapsed.Round(time.Millisecond), hole.dials(), tr.h3.dialsPeak.Load())
+	t.Logf("%d origins in %v: %d dials seen, %d at once at most", origins, elapsed.Round(time.Millisecond), hole.dials(), tr.h3.flights.Peak())
 }
 
 // quicConnCounter counts the QUIC connections an http3.Server has open.
@@ -544,7 +544,7 @@ func TestH3BlackholeOriginsCost(t *testing.T) {
 
 	fer := &Transport{Resolver: dns.Resolver(), TLSClientConfig: cert.ClientConfig(), MaxIdleConns: 100}
 	fc := run(fer)
-	dials, peak := hole.dials(), fer.h3.dialsPeak.Load()
+	dials, peak := hole.dials(), fer.h3.flights.Peak()
 	fer.CloseIdleConnections()
 	settle()
 

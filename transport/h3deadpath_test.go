@@ -141,9 +141,7 @@ func deadPathLaterRequests(t *testing.T, maxConns int) {
 			t.Errorf("while broken: head-start waits %d -> %d, Retries %d, Broken %d; want no wait, no retry, no new mark",
 				waits, w, st.Requests.Retries, st.AltSvc.Broken)
 		}
-		e.tr.h3.mu.Lock()
-		flights := len(e.tr.h3.flights)
-		e.tr.h3.mu.Unlock()
+		flights, _ := e.tr.h3.flights.Running()
 		if flights != 0 {
 			t.Errorf("%d QUIC dials in progress while the alternative is broken", flights)
 		}

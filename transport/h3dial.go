@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
-	"net/http/httptrace"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -19,33 +18,17 @@ import (
 
 // HTTP/3 connections: where they come from and where they go.
 //
-// One QUIC dial at a time per origin: a "flight", to the origin's first
-// usable alternative. Whoever finds no pooled connection starts one, or
-// joins the one in progress (even when it goes to another alternative of
-// the origin than the one the request looked up: an origin whose Alt-Svc
-// names a new alternative in every response still gets one dial at a
-// time, the next one only after it ended), so 64 requests arriving
-// together make one handshake. At most maxConcurrentH3Dials flights run
-// at once over all origins; see its comment for what happens beyond. A
-// flight runs on its own goroutine with a context of its own (no
-// request's cancellation; its trace hooks go to the request that started
-// it, see h3conn.DialEvents), bounded by the handshake timeout and by the
-// Dialer's Close. When it ends it marks the alternative working (and
-// pools the connection) or broken (exponential backoff in the cache), then
-// wakes its waiters.
-//
-// The head start is the flight's, not each request's: it ends at a fixed
-// time after the flight started. A request that joins late waits only for
-// what is left of it, so a network that drops UDP costs the head start once,
-// however many requests arrive before the dial gives up, and nothing once
-// the alternative is marked broken.
-//
-// The Dialer owns a UDP socket and quic-go goroutines. It is opened by the
-// first flight and closed by CloseIdleConnections once no HTTP/3 connection
-// is left in use, which also abandons handshakes in progress (without
-// marking anything broken); the next flight opens a new one. Meanwhile the
-// Dialer itself releases the socket whenever its last connection closed
-// (idle expiry, peer close) and no dial runs.
+// One QUIC dial at a time per origin, at most maxConcurrentH3Dials at once:
+// h3conn.Flights runs them (one "flight" per origin, that requests join
+// and wait for up to its head start) on one h3conn.Dialer. This file says
+// what a flight's outcome does here: it marks the alternative working
+// (and pools the connection) or broken (exponential backoff in the
+// cache), before the waiters wake. The Dialer owns a UDP socket and
+// quic-go goroutines; CloseIdleConnections closes it once no HTTP/3
+// connection is left in use, which also abandons handshakes in progress
+// (without marking anything broken); the next flight opens a new one.
+// Meanwhile the Dialer itself releases the socket whenever its last
+// connection closed (idle expiry, peer close) and no dial runs.
 
 // maxConcurrentH3Dials caps the QUIC dials a Transport runs at once, over
 // all origins, as browsers bound their background work. Every dial may
@@ -90,24 +73,22 @@ type h3Client struct {
 	// head start); tests read it.
 	waits atomic.Int64
 
+	// flights are the QUIC dials in progress, one per origin, and the
+	// Dialer they use.
+	flights h3conn.Flights[altsvc.Origin, h3Key]
+
 	// quic is what QUIC dials and connections hold of MaxConnsPerHost in
 	// the Transport's main pool (maxconns.go); unused without a limit.
 	quic quicSlots
 
-	// dialsNow is the number of QUIC dials running (Dialer.Dial called and
-	// not returned); dialsPeak is its highest value. Tests read them.
-	dialsNow  atomic.Int32
-	dialsPeak atomic.Int32
 	// live mirrors len(conns), so that an HTTP/1.1 connection going idle
 	// learns without h.mu whether idle HTTP/3 ones may need closing
 	// (h3idle.go).
 	live atomic.Int32
 
-	mu      sync.Mutex // guards dialer, flights, conns and perTCP
-	dialer  *h3Dialer
-	flights map[altsvc.Origin]*h3Flight // the dial in progress per origin
-	conns   map[*h3conn.Conn]h3Conn     // every connection made, until closed
-	perTCP  map[connKey]int             // conns counted by TCP key of their origin
+	mu     sync.Mutex              // guards conns and perTCP
+	conns  map[*h3conn.Conn]h3Conn // every connection made, until closed
+	perTCP map[connKey]int         // conns counted by TCP key of their origin
 }
 
 // addConnLocked records c; h.mu is held.
@@ -137,30 +118,6 @@ type h3Conn struct {
 	tcp connKey
 }
 
-// h3Dialer is one h3conn.Dialer and the flights using it.
-type h3Dialer struct {
-	d       *h3conn.Dialer
-	flights sync.WaitGroup
-}
-
-// h3Flight is one QUIC dial that requests may wait for.
-type h3Flight struct {
-	key      h3Key         // the origin and the alternative dialled
-	tcpKey   connKey       // the origin's TCP key (h3idle.go)
-	done     chan struct{} // closed when the dial ended and err is set
-	deadline time.Time     // end of the head start
-	err      error
-	// dialed is set, under h3Client.mu, once the connection is in conns
-	// (tests count a flight as a connection only until then).
-	dialed bool
-	// slotKey is the TCP key under which the dial holds a MaxConnsPerHost
-	// slot of the main pool (maxconns.go); set only with a limit.
-	slotKey connKey
-	// events carries the dial's httptrace hooks to the request that
-	// started the flight (h3conn.DialEvents); nil when it has none.
-	events *h3conn.DialEvents
-}
-
 // h3init returns t's HTTP/3 state, creating it once.
 func (t *Transport) h3init() *h3Client {
 	h := &t.h3
@@ -176,7 +133,8 @@ func (t *Transport) h3init() *h3Client {
 			IdleTimeout: t.IdleConnTimeout,
 		})
 		h.sessionCache = tls.NewLRUClientSessionCache(0)
-		h.flights = make(map[altsvc.Origin]*h3Flight)
+		h.flights.Max = maxConcurrentH3Dials
+		h.flights.NewDialer = func() *h3conn.Dialer { return h3conn.NewDialer(t.h3DialerConfig(h)) }
 		h.conns = make(map[*h3conn.Conn]h3Conn)
 		h.perTCP = make(map[connKey]int)
 	})
@@ -191,13 +149,6 @@ func (t *Transport) h3init() *h3Client {
 func (t *Transport) h3Enabled() bool {
 	return !t.DisableHTTP3 && !t.DisableKeepAlives && t.h2.protos.h3 &&
 		t.DialContext == nil && t.Dial == nil && t.DialTLSContext == nil && t.DialTLS == nil
-}
-
-func (h *h3Client) headStartDuration() time.Duration {
-	if h.headStart > 0 {
-		return h.headStart
-	}
-	return h3conn.DefaultHeadStart
 }
 
 // preconnectH3 starts a flight to alt unless o already has a connection to
@@ -224,48 +175,24 @@ func (t *Transport) preconnectH3(h *h3Client, o altsvc.Origin, alt altsvc.Altern
 // With MaxConnsPerHost a new flight first takes a slot of tcpKey, the
 // request's TCP key, in the main pool (takeQUICSlot); it returns nil when
 // it cannot.
-func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative, ev *h3conn.DialEvents, tcpKey connKey) (f *h3Flight, started bool) {
-	h.mu.Lock()
-	if f := h.flights[key.origin]; f != nil {
-		h.mu.Unlock()
+func (t *Transport) joinH3Flight(h *h3Client, key h3Key, alt altsvc.Alternative, ev *h3conn.DialEvents, tcpKey connKey) (f *h3conn.Flight[h3Key], started bool) {
+	if f, full := h.flights.Find(key.origin); f != nil || full {
 		return f, false
 	}
-	if len(h.flights) >= maxConcurrentH3Dials {
-		h.mu.Unlock()
+	limited := t.MaxConnsPerHost > 0
+	// Taking the slot may close an idle TCP connection: under no lock.
+	if limited && !t.takeQUICSlot(h, tcpKey) {
 		return nil, false
 	}
-	limited := t.MaxConnsPerHost > 0
-	if limited {
-		// Taking the slot may close an idle TCP connection: not under h.mu.
-		h.mu.Unlock()
-		if !t.takeQUICSlot(h, tcpKey) {
-			return nil, false
-		}
-		h.mu.Lock()
-		if f := h.flights[key.origin]; f != nil {
-			h.mu.Unlock() // another request started one meanwhile
-			t.releaseQUICSlot(h, tcpKey)
-			return f, false
-		}
-		if len(h.flights) >= maxConcurrentH3Dials {
-			h.mu.Unlock()
-			t.releaseQUICSlot(h, tcpKey)
-			return nil, false
-		}
+	l := &h3Landing{t: t, h: h, key: key, alt: alt, tcpKey: tcpKey}
+	f, started = h.flights.Start(key.origin, key, h3conn.FlightJob{
+		Host: key.origin.Host(), Addr: net.JoinHostPort(alt.Host, strconv.Itoa(int(alt.Port))),
+		HeadStart: h.headStart, Events: ev, Landed: l.landed, Woken: l.woken,
+	})
+	if limited && !started {
+		t.releaseQUICSlot(h, tcpKey) // another request started one, or the cap is reached
 	}
-	if h.dialer == nil {
-		h.dialer = &h3Dialer{d: h3conn.NewDialer(t.h3DialerConfig(h))}
-	}
-	dl := h.dialer
-	f = &h3Flight{key: key, tcpKey: tcpKey, done: make(chan struct{}), deadline: time.Now().Add(h.headStartDuration()), events: ev}
-	if limited {
-		f.slotKey = tcpKey
-	}
-	h.flights[key.origin] = f
-	dl.flights.Add(1)
-	h.mu.Unlock()
-	go t.runH3Flight(h, dl, key, alt, f)
-	return f, true
+	return f, started
 }
 
 // h3DialerConfig is the Transport's settings as h3conn sees them.
@@ -309,34 +236,34 @@ func (t *Transport) h3PathDead(h *h3Client, c *h3conn.Conn) {
 	h.cache.MarkBroken(key.origin, altsvc.Alternative{Protocol: "h3", Host: key.altHost, Port: key.altPort})
 }
 
-// runH3Flight dials, records the outcome in the cache and the pool, and
-// wakes the flight's waiters.
-func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc.Alternative, f *h3Flight) {
-	defer dl.flights.Done()
-	addr := net.JoinHostPort(alt.Host, strconv.Itoa(int(alt.Port)))
-	ctx := context.Background()
-	if f.events != nil {
-		ctx = httptrace.WithClientTrace(ctx, f.events.Hooks())
-	}
-	n := h.dialsNow.Add(1)
-	for p := h.dialsPeak.Load(); n > p && !h.dialsPeak.CompareAndSwap(p, n); p = h.dialsPeak.Load() {
-	}
-	c, err := dl.d.Dial(ctx, key.origin.Host(), addr)
-	h.dialsNow.Add(-1)
+// h3Landing is what a flight's outcome does to the transport.
+type h3Landing struct {
+	t      *Transport
+	h      *h3Client
+	key    h3Key
+	alt    altsvc.Alternative
+	tcpKey connKey // the origin's TCP key (h3idle.go); with MaxConnsPerHost, the one the dial holds a slot of (maxconns.go)
+	// hostConns is the origin's HTTP/3 connections once the new one is
+	// added; only the flight's goroutine touches it.
+	hostConns int
+}
+
+// landed records the outcome in the cache, the set of connections and the
+// pool, before the flight's waiters wake.
+func (l *h3Landing) landed(c *h3conn.Conn, err error) {
+	t, h, key := l.t, l.h, l.key
 	limited := t.MaxConnsPerHost > 0
-	hostConns := 0 // the origin's HTTP/3 connections once c is added
 	switch {
 	case err == nil:
 		t.stats.countAltSvcUpgrade()
-		h.cache.MarkWorking(key.origin, alt)
+		h.cache.MarkWorking(key.origin, l.alt)
 		if limited {
-			h.quic.adopt(c, key, f.slotKey) // the dial's slot moves to c
+			h.quic.adopt(c, key, l.tcpKey) // the dial's slot moves to c
 		}
 		h.mu.Lock()
 		gone := h.pruneConnsLocked()
-		h.addConnLocked(c, h3Conn{key: key, tcp: f.tcpKey})
-		hostConns = h.perTCP[f.tcpKey]
-		f.dialed = true
+		h.addConnLocked(c, h3Conn{key: key, tcp: l.tcpKey})
+		l.hostConns = h.perTCP[l.tcpKey]
 		h.mu.Unlock()
 		t.quicGone(h, gone)
 		h.pool.AddShared(key, c)
@@ -344,33 +271,31 @@ func (t *Transport) runH3Flight(h *h3Client, dl *h3Dialer, key h3Key, alt altsvc
 		// Abandoned by CloseIdleConnections: says nothing about the network.
 	default:
 		t.stats.countBroken()
-		h.cache.MarkBroken(key.origin, alt)
+		h.cache.MarkBroken(key.origin, l.alt)
 	}
-	h.mu.Lock()
-	if h.flights[key.origin] == f {
-		delete(h.flights, key.origin)
-	}
-	f.err = err
-	h.mu.Unlock()
 	if err != nil && limited {
 		// The dial is over: TCP gets its slot back, before the waiters
 		// learn the outcome and go over TCP.
-		t.releaseQUICSlot(h, f.slotKey)
+		t.releaseQUICSlot(h, l.tcpKey)
 	}
-	close(f.done)
-	if limited {
+}
+
+// woken runs once the flight's waiters are woken.
+func (l *h3Landing) woken(c *h3conn.Conn, err error) {
+	t, h := l.t, l.h
+	if t.MaxConnsPerHost > 0 {
 		h.quic.changed()
 		if err == nil {
 			// A TCP request that queued for the dial's slot meanwhile
 			// gets it back at once if nobody is on the new connection.
-			t.quicYieldIdle(h, f.slotKey)
+			t.quicYieldIdle(h, l.tcpKey)
 		}
 	}
 	if err == nil {
-		// The new connection is idle until its waiters, woken above, take
-		// it: it is spared, and the others over the idle limits make room
-		// for it (h3idle.go).
-		t.trimIdleH3(h, f.tcpKey, hostConns, c)
+		// The new connection is idle until its waiters take it: it is
+		// spared, and the others over the idle limits make room for it
+		// (h3idle.go).
+		t.trimIdleH3(h, l.tcpKey, l.hostConns, c)
 	}
 }
 
@@ -415,14 +340,10 @@ func (t *Transport) closeIdleH3() {
 	for _, c := range gone {
 		h.dropConnLocked(c)
 	}
-	var dl *h3Dialer
-	if len(h.conns) == 0 {
-		dl, h.dialer = h.dialer, nil
-	}
+	unused := len(h.conns) == 0
 	h.mu.Unlock()
 	t.quicGone(h, gone)
-	if dl != nil {
-		dl.d.Close()
-		dl.flights.Wait()
+	if unused {
+		h.flights.CloseDialer()
 	}
 }

@@ -254,7 +254,8 @@ func isTimeout(err error) bool {
 // h3State returns how many HTTP/3 connections tr tracks and whether its
 // UDP socket (Dialer) is open.
 func h3State(tr *Transport) (conns int, dialerOpen bool) {
+	dialerOpen = tr.h3.flights.Dialer() != nil
 	tr.h3.mu.Lock()
 	defer tr.h3.mu.Unlock()
-	return len(tr.h3.conns), tr.h3.dialer != nil
+	return len(tr.h3.conns), dialerOpen
 }

@@ -443,9 +443,8 @@ func TestH3IdleConnTimeout(t *testing.T) {
 	// reading it) is released too, as net/http keeps nothing for a host
 	// once its idle connections timed out.
 	eventually(t, "the UDP socket to be released", func() bool {
-		tr.h3.mu.Lock()
-		defer tr.h3.mu.Unlock()
-		return tr.h3.dialer == nil || tr.h3.dialer.d.LocalAddr() == nil
+		d := tr.h3.flights.Dialer()
+		return d == nil || d.LocalAddr() == nil
 	})
 	if resp, _ := fetch(t, tr, "GET", u, nil); resp.Proto != "HTTP/3.0" {
 		t.Fatalf("proto %s after the idle close, want HTTP/3.0", resp.Proto)

@@ -96,9 +96,7 @@ func TestMaxConnsH3WaiterTakesFreedTCP(t *testing.T) {
 	// The dial is still stalled at the gate: only the TCP connection freed
 	// by A can have served C. (Unfixed, C returns only when quic-go gives
 	// the handshake up, seconds later, and goes over TCP then.)
-	tr.h3.mu.Lock()
-	dialling := len(tr.h3.flights)
-	tr.h3.mu.Unlock()
+	dialling, _ := tr.h3.flights.Running()
 	if dialling != 1 {
 		t.Fatalf("the request waited for the stalled QUIC dial to end (%v) while a TCP connection was idle", time.Since(t0))
 	}
@@ -289,9 +287,7 @@ func TestMaxConnsH3RequestUsesIdleTCP(t *testing.T) {
 	if p, err := getProto(context.Background(), tr, u); err != nil || p != "HTTP/1.1" {
 		t.Fatalf("request with an idle TCP connection and the dial stalled: %s, %v", p, err)
 	}
-	tr.h3.mu.Lock()
-	dialling := len(tr.h3.flights)
-	tr.h3.mu.Unlock()
+	dialling, _ := tr.h3.flights.Running()
 	if dialling != 1 {
 		t.Fatal("the request waited for the stalled QUIC dial to end while a TCP connection was idle")
 	}

@@ -1,7 +1,6 @@
 package h3conn
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -15,10 +14,10 @@ import (
 // BenchmarkFallback measures the first request to an origin, end to end:
 //
 //	tcp_only   a fresh TLS connection over TCP and one GET (the baseline);
-//	blackhole  Race with DefaultHeadStart against a UDP socket that drops
-//	           everything, then the same TCP request: the price of a
-//	           network that eats UDP (budget: tcp_only + head start);
-//	quic_ok    Race against a live HTTP/3 server, then one GET over it.
+//	blackhole  a flight with DefaultHeadStart to a UDP socket that drops
+//	           everything, waited for, then the same TCP request: the price
+//	           of a network that eats UDP (budget: tcp_only + head start);
+//	quic_ok    a flight to a live HTTP/3 server, then one GET over it.
 //
 // Run with -benchtime 5x or so: blackhole costs a head start per op.
 func BenchmarkFallback(b *testing.B) {
@@ -46,16 +45,25 @@ func BenchmarkFallback(b *testing.B) {
 			tcpGet(b)
 		}
 	})
+	// flight starts a dial to addr and waits for it as a request would.
+	flight := func(b *testing.B, d *Dialer, addr string) (*Conn, error) {
+		fs := &Flights[string, string]{Max: 1, NewDialer: func() *Dialer { return d }}
+		var conn *Conn
+		f, _ := fs.Start("origin", addr, FlightJob{Host: "localhost", Addr: addr,
+			Landed: func(c *Conn, err error) { conn = c }})
+		req, _ := http.NewRequest("GET", "https://localhost/", nil)
+		if done, _ := f.Wait(req, nil, nil, nil, nil); !done {
+			return nil, ErrHeadStartExpired
+		}
+		return conn, f.Err()
+	}
 	b.Run("blackhole", func(b *testing.B) {
 		b.ReportAllocs()
 		d := NewDialer(Config{HandshakeTimeout: 2 * time.Second})
 		defer d.Close()
 		for b.Loop() {
-			_, err := Race(context.Background(), func(ctx context.Context) (*Conn, error) {
-				return d.Dial(ctx, "localhost", bh.addr())
-			}, RaceOptions[*Conn]{})
-			if !errors.Is(err, ErrHeadStartExpired) {
-				b.Fatalf("Race against a blackhole: %v", err)
+			if _, err := flight(b, d, bh.addr()); !errors.Is(err, ErrHeadStartExpired) {
+				b.Fatalf("a flight to a blackhole: %v", err)
 			}
 			tcpGet(b)
 		}
@@ -65,11 +73,9 @@ func BenchmarkFallback(b *testing.B) {
 		d := NewDialer(Config{TLSConfig: h3.clientConfig()})
 		defer d.Close()
 		for b.Loop() {
-			c, err := Race(context.Background(), func(ctx context.Context) (*Conn, error) {
-				return d.Dial(ctx, "localhost", h3.addr())
-			}, RaceOptions[*Conn]{})
+			c, err := flight(b, d, h3.addr())
 			if err != nil {
-				b.Fatalf("Race against a live server: %v", err)
+				b.Fatalf("a flight to a live server: %v", err)
 			}
 			h3Get(b, c)
 			c.Close()

@@ -38,10 +38,13 @@
 //     [ExchangeOwner]: it learns when the request becomes cancellable (to
 //     register it for the deprecated Transport.CancelRequest, whose registry
 //     stays in the transport) and when it ended.
-//   - [Race] gives the QUIC handshake a head start over TCP. It returns the
-//     connection when QUIC wins, and otherwise tells the caller to use TCP
-//     while the dial finishes in the background and hands its outcome to a
-//     callback (or closes it). It leaks no goroutine and no connection.
+//   - [Flights] runs the transport's QUIC dials: one at a time per origin,
+//     a bounded number at once, on one Dialer it opens and closes
+//     (CloseDialer), each with a head start that requests wait for at most
+//     ([Flight.Wait]; then they go over TCP while the dial goes on). The
+//     transport learns each outcome through two callbacks
+//     ([FlightJob].Landed before the waiters wake, Woken after), where it
+//     marks the alternative working or broken and pools the connection.
 //
 // # What comes from quic-go and what is added here
 //
@@ -76,7 +79,7 @@
 // ends) does so too.
 //
 // DialEvents carries the httptrace hooks of a QUIC dial that runs on a
-// goroutine no request owns (the transport's dial flight) to the request
+// goroutine no request owns (a flight) to the request
 // that started it, fired on that request's goroutine while it waits
 // (dialevents.go).
 package h3conn

@@ -13,9 +13,9 @@ var (
 	// ErrConnUnusable is wrapped in a *RetryableError when a request meets a
 	// connection that can take no new stream (closed, GOAWAY, no capacity).
 	ErrConnUnusable = errors.New("h3conn: connection cannot take a new request")
-	// ErrHeadStartExpired is returned by Race when QUIC did not complete
-	// within its head start (or TCPReady fired first): use TCP; the dial
-	// goes on and its outcome goes to RaceOptions.Late.
+	// ErrHeadStartExpired is what a request that stopped waiting for a
+	// QUIC dial when its head start ended (Flight.Wait) goes on with: TCP;
+	// the dial goes on in the background.
 	ErrHeadStartExpired = errors.New("h3conn: QUIC head start expired")
 	// ErrPathDead is wrapped by the errors of requests that were on a Conn
 	// when it judged its network path dead and closed itself: the server
@@ -53,19 +53,6 @@ func IsRetryable(err error) bool {
 	_, ok := errors.AsType[*RetryableError](err)
 	return ok
 }
-
-// QUICError is returned by Race when the QUIC dial failed within its head
-// start: the caller should mark the alternative broken and use TCP.
-type QUICError struct {
-	// Err is the dial's error.
-	Err error
-}
-
-// Error implements error.
-func (e *QUICError) Error() string { return "h3conn: QUIC failed: " + e.Err.Error() }
-
-// Unwrap returns Err.
-func (e *QUICError) Unwrap() error { return e.Err }
 
 // isRequestRejected reports an H3_REQUEST_REJECTED stream or connection
 // error: RFC 9114 section 8.1 guarantees the request was not processed.
