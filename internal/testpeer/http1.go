@@ -2,7 +2,10 @@ package testpeer
 
 import (
 	"fmt"
+	"net"
 	"strings"
+	"sync"
+	"testing"
 )
 
 // ChunkedResponse is an HTTP/1.1 200 response whose body of total bytes
@@ -27,3 +30,52 @@ func ChunkedResponse(total, chunk int, trailer bool) string {
 	b.WriteString("\r\n")
 	return b.String()
 }
+
+// RawServer is a scripted TCP server on loopback, for tests that decide
+// every byte a client reads (HTTP/1.1 heads a real server would not send,
+// answers at a chosen moment).
+type RawServer struct {
+	ln net.Listener
+	wg sync.WaitGroup
+
+	mu   sync.Mutex // guards live
+	live map[net.Conn]bool
+}
+
+// StartRaw runs script on each connection the server accepts, n being its
+// position in accept order; the connection is closed when script returns.
+// The test's cleanup closes the listener and every live connection and
+// waits for the scripts.
+func StartRaw(t testing.TB, script func(n int, c net.Conn)) *RawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &RawServer{ln: ln, live: make(map[net.Conn]bool)}
+	s.wg.Add(1)
+	track := func(c net.Conn) {
+		s.mu.Lock()
+		s.live[c] = true
+		s.mu.Unlock()
+	}
+	go acceptEach(ln, &s.wg, track, func(n int, c net.Conn) {
+		script(n, c)
+		s.mu.Lock()
+		delete(s.live, c)
+		s.mu.Unlock()
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		s.mu.Lock()
+		for c := range s.live {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return s
+}
+
+// Addr is the server's host:port.
+func (s *RawServer) Addr() string { return s.ln.Addr().String() }
