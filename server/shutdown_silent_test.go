@@ -5,160 +5,13 @@ import (
 	"errors"
 	"io"
 	"log"
-	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
-
-// tcpRelay forwards TCP connections from its loopback listener to target
-// until cut, after which it forwards nothing either way but keeps every
-// socket open: to the server, the client has gone silent without closing,
-// as a client whose host vanished.
-type tcpRelay struct {
-	ln     net.Listener
-	target string
-	cut    atomic.Bool
-	wg     sync.WaitGroup // the accept loop and the pipes
-
-	mu    sync.Mutex // guards conns
-	conns []net.Conn
-}
-
-func startTCPRelay(t *testing.T, target string) *tcpRelay {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &tcpRelay{ln: ln, target: target}
-	r.wg.Go(r.accept)
-	t.Cleanup(func() {
-		ln.Close()
-		r.stop()
-		r.mu.Lock()
-		for _, c := range r.conns {
-			c.Close()
-		}
-		r.mu.Unlock()
-	})
-	return r
-}
-
-func (r *tcpRelay) accept() {
-	for {
-		front, err := r.ln.Accept()
-		if err != nil {
-			return
-		}
-		back, err := net.Dial("tcp", r.target)
-		if err != nil {
-			front.Close()
-			continue
-		}
-		r.mu.Lock()
-		r.conns = append(r.conns, front, back)
-		r.mu.Unlock()
-		r.wg.Go(func() { r.pipe(back, front) })
-		r.wg.Go(func() { r.pipe(front, back) })
-	}
-}
-
-// pipe copies src to dst until src fails or the relay is cut.
-func (r *tcpRelay) pipe(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if err != nil || r.cut.Load() {
-			return
-		}
-		if _, err := dst.Write(buf[:n]); err != nil {
-			return
-		}
-	}
-}
-
-// stop cuts the relay and waits for its goroutines, leaving the sockets
-// open.
-func (r *tcpRelay) stop() {
-	r.cut.Store(true)
-	r.mu.Lock()
-	for _, c := range r.conns {
-		c.SetReadDeadline(time.Now()) // wakes the pipes; nothing is closed
-	}
-	r.mu.Unlock()
-	r.ln.Close()
-	r.wg.Wait()
-}
-
-// udpRelay forwards the datagrams of one client between its loopback
-// socket and target until cut, after which every datagram is dropped both
-// ways: to the server, the QUIC client has gone silent without closing.
-type udpRelay struct {
-	front  *net.UDPConn // the client's side
-	back   *net.UDPConn // connected to target
-	client atomic.Pointer[net.UDPAddr]
-	cut    atomic.Bool
-	wg     sync.WaitGroup
-}
-
-func startUDPRelay(t *testing.T, target string) *udpRelay {
-	t.Helper()
-	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raddr, err := net.ResolveUDPAddr("udp", target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := net.DialUDP("udp", nil, raddr)
-	if err != nil {
-		front.Close()
-		t.Fatal(err)
-	}
-	r := &udpRelay{front: front, back: back}
-	r.wg.Go(func() {
-		buf := make([]byte, 64<<10)
-		for {
-			n, from, err := front.ReadFromUDP(buf)
-			if err != nil || r.cut.Load() {
-				return
-			}
-			r.client.Store(from)
-			back.Write(buf[:n])
-		}
-	})
-	r.wg.Go(func() {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := back.Read(buf)
-			if err != nil || r.cut.Load() {
-				return
-			}
-			if to := r.client.Load(); to != nil {
-				front.WriteToUDP(buf[:n], to)
-			}
-		}
-	})
-	t.Cleanup(func() {
-		r.stop()
-		front.Close()
-		back.Close()
-	})
-	return r
-}
-
-// stop cuts the relay and waits for its goroutines, leaving the sockets
-// open.
-func (r *udpRelay) stop() {
-	r.cut.Store(true)
-	r.front.SetReadDeadline(time.Now())
-	r.back.SetReadDeadline(time.Now())
-	r.wg.Wait()
-}
 
 // TestShutdownClosesSilentClients checks that a client that made a
 // request and then went silent without closing (its packets or segments no
@@ -204,11 +57,11 @@ func TestShutdownClosesSilentClients(t *testing.T) {
 				var cut func()
 				var addr string
 				if p == h3 {
-					r := startUDPRelay(t, st.srv.PacketAddr().String())
-					cut, addr = r.stop, r.front.LocalAddr().String()
+					r := testpeer.StartUDPRelay(t, st.srv.PacketAddr().String())
+					cut, addr = r.Silence, r.Addr()
 				} else {
-					r := startTCPRelay(t, st.srv.Addr().String())
-					cut, addr = r.stop, r.ln.Addr().String()
+					r := testpeer.StartRelay(t, st.srv.Addr().String())
+					cut, addr = r.Silence, r.Addr()
 				}
 				client := newClient(t, p)
 				if reset {

@@ -5,99 +5,69 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
-// udpGate relays datagrams between one client and a UDP server, holding
-// the client's datagrams back until opened: a QUIC handshake through it
-// stalls until the test lets it go on.
+// udpGate is a relay to a UDP server that holds the client's datagrams
+// back until released: a QUIC handshake through it stalls until the test
+// lets it go on.
 type udpGate struct {
-	pc net.PacketConn // where the client sends
-	up *net.UDPConn   // connected to the server
+	*testpeer.UDPRelay
 
-	mu     sync.Mutex // guards open, held, client
-	open   bool
-	held   [][]byte
-	client net.Addr
+	mu   sync.Mutex // guards open, held, send and seen
+	open bool
+	held [][]byte
+	send func([]byte) // delivers to the server
+	seen bool         // a client datagram arrived
 }
 
 // startUDPGate relays to 127.0.0.1:serverPort and returns the gate, whose
 // port the client is to use.
 func startUDPGate(t *testing.T, serverPort int) *udpGate {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := net.DialUDP("udp", nil, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: serverPort})
-	if err != nil {
-		pc.Close()
-		t.Fatal(err)
-	}
-	g := &udpGate{pc: pc, up: up}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			g.mu.Lock()
-			g.client = from
-			if !g.open {
-				g.held = append(g.held, append([]byte(nil), buf[:n]...))
-				g.mu.Unlock()
-				continue
-			}
-			g.mu.Unlock()
-			up.Write(buf[:n])
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 65536)
-		for {
-			n, err := up.Read(buf)
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				continue // ICMP refusals while the server starts
-			}
-			g.mu.Lock()
-			to := g.client
-			g.mu.Unlock()
-			if to != nil {
-				pc.WriteTo(buf[:n], to)
-			}
-		}
-	}()
-	t.Cleanup(func() { pc.Close(); up.Close(); wg.Wait() })
+	g := &udpGate{}
+	g.UDPRelay = testpeer.StartUDPRelayVia(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(serverPort)), g.take, nil)
 	return g
 }
 
-func (g *udpGate) port() int { return g.pc.LocalAddr().(*net.UDPAddr).Port }
+func (g *udpGate) take(b []byte, send func([]byte)) {
+	g.mu.Lock()
+	g.seen = true
+	if !g.open {
+		g.held, g.send = append(g.held, b), send
+		g.mu.Unlock()
+		return
+	}
+	g.mu.Unlock()
+	send(b)
+}
+
+func (g *udpGate) port() int {
+	_, port, _ := net.SplitHostPort(g.Addr())
+	n, _ := strconv.Atoi(port)
+	return n
+}
 
 // received reports whether a client datagram arrived.
 func (g *udpGate) received() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.client != nil
+	return g.seen
 }
 
 // release lets the held datagrams and every later one through.
 func (g *udpGate) release() {
 	g.mu.Lock()
 	g.open = true
-	held := g.held
+	held, send := g.held, g.send
 	g.held = nil
 	g.mu.Unlock()
 	for _, p := range held {
-		g.up.Write(p)
+		send(p)
 	}
 }
 

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // pathShape is how a shapedRelay treats the datagrams of one direction: a
@@ -22,25 +22,23 @@ type pathShape struct {
 	reverse            int
 }
 
-// shapedRelay forwards datagrams between one client and a server over two
-// loopback sockets, like udpRelay, through a working but bad path: each
+// shapedRelay is a testpeer.UDPRelay through a working but bad path: each
 // direction has a pathShape (set at any time) drawn from its own seeded
 // source, and hold pauses all traffic, delivering it when released.
 type shapedRelay struct {
-	front, back *net.UDPConn
-	client      atomic.Pointer[net.UDPAddr]
-	up, down    *shapedDir
-	wg          sync.WaitGroup
+	*testpeer.UDPRelay
+	up, down *shapedDir
+	wg       sync.WaitGroup // the delivery goroutines
 }
 
 type shapedDir struct {
-	write func([]byte)
 	out   chan shapedPacket // to the delivery goroutine, in order
 	mu    sync.Mutex        // guards the fields below; held for no I/O
 	shape pathShape
 	rng   *rand.Rand
 	held  bool
-	queue [][]byte // held, or waiting to be reversed
+	queue [][]byte     // held, or waiting to be reversed
+	send  func([]byte) // the relay's delivery, given with each datagram
 	// closed is set when out is closed (the relay is closing).
 	closed bool
 	// burst is set while a reversed burst is pending: a timer delivers it
@@ -51,52 +49,31 @@ type shapedDir struct {
 }
 
 type shapedPacket struct {
-	due time.Time
-	b   []byte
+	due  time.Time
+	b    []byte
+	send func([]byte)
 }
 
 func startShapedRelay(t testing.TB, server string, seed uint64) *shapedRelay {
 	t.Helper()
-	front, back := relaySockets(t, server)
-	r := &shapedRelay{front: front, back: back}
-	r.up = &shapedDir{
-		write: func(b []byte) { back.Write(b) },
-		out:   make(chan shapedPacket, 4096),
-		rng:   rand.New(rand.NewPCG(seed, 1)),
+	r := &shapedRelay{
+		up:   &shapedDir{out: make(chan shapedPacket, 4096), rng: rand.New(rand.NewPCG(seed, 1))},
+		down: &shapedDir{out: make(chan shapedPacket, 4096), rng: rand.New(rand.NewPCG(seed, 2))},
 	}
-	r.down = &shapedDir{
-		write: func(b []byte) {
-			if to := r.client.Load(); to != nil {
-				front.WriteToUDP(b, to)
-			}
-		},
-		out: make(chan shapedPacket, 4096),
-		rng: rand.New(rand.NewPCG(seed, 2)),
-	}
-	r.wg.Add(4)
+	r.wg.Add(2)
 	go r.up.deliver(&r.wg)
 	go r.down.deliver(&r.wg)
-	go func() {
-		defer r.wg.Done()
-		defer r.up.close()
-		pumpFront(front, &r.client, func(b []byte) { r.up.take(append([]byte(nil), b...)) })
-	}()
-	go func() {
-		defer r.wg.Done()
-		defer r.down.close()
-		pumpBack(back, func(b []byte) { r.down.take(append([]byte(nil), b...)) })
-	}()
+	r.UDPRelay = testpeer.StartUDPRelayVia(t, server, r.up.take, r.down.take)
 	t.Cleanup(func() {
-		front.Close()
-		back.Close()
+		r.Close() // no take after it: the delivery goroutines can end
+		r.up.close()
+		r.down.close()
 		r.wg.Wait()
 		up, down := r.up.counts(), r.down.counts()
 		t.Logf("relay: up passed %d dropped %d, down passed %d dropped %d", up[0], up[1], down[0], down[1])
 	})
 	return r
 }
-
-func (r *shapedRelay) addr() string { return r.front.LocalAddr().String() }
 
 // setShape sets both directions' shape.
 func (r *shapedRelay) setShape(s pathShape) {
@@ -131,10 +108,11 @@ func (d *shapedDir) counts() [2]int {
 	return [2]int{d.passed, d.dropped}
 }
 
-// take decides the fate of one datagram.
-func (d *shapedDir) take(b []byte) {
+// take decides the fate of one datagram, which send delivers.
+func (d *shapedDir) take(b []byte, send func([]byte)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.send = send
 	if d.shape.drop > 0 && d.rng.Float64() < d.shape.drop {
 		d.dropped++
 		return
@@ -191,7 +169,7 @@ func (d *shapedDir) sendLocked(b []byte) {
 		delay += time.Duration(d.rng.Int64N(int64(span)))
 	}
 	select {
-	case d.out <- shapedPacket{due: time.Now().Add(delay), b: b}:
+	case d.out <- shapedPacket{due: time.Now().Add(delay), b: b, send: d.send}:
 	default:
 		d.dropped++
 	}
@@ -204,7 +182,7 @@ func (d *shapedDir) deliver(wg *sync.WaitGroup) {
 		if w := time.Until(p.due); w > 0 {
 			time.Sleep(w)
 		}
-		d.write(p.b)
+		p.send(p.b)
 	}
 }
 
@@ -220,7 +198,7 @@ func shapedTest(t *testing.T, seed uint64, shape pathShape, during func(r *shape
 		c.OnPathDead = rec.record
 		c.IdleTimeout = time.Minute
 	})
-	c, err := d.Dial(context.Background(), "localhost", relay.addr())
+	c, err := d.Dial(context.Background(), "localhost", relay.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

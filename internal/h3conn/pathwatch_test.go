@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/testpeer"
 	"github.com/quic-go/quic-go"
 )
 
@@ -87,101 +86,12 @@ func TestPathWatchDeadAfter(t *testing.T) {
 	}
 }
 
-// udpRelay forwards datagrams between one client and a server over two
-// loopback sockets; cut makes it drop everything both ways, as a network
-// path that died without a word.
-type udpRelay struct {
-	front, back *net.UDPConn
-	client      atomic.Pointer[net.UDPAddr]
-	cut         atomic.Bool
-	wg          sync.WaitGroup
-}
-
-// relaySockets opens a relay's two loopback sockets: front, where the
-// client sends, and back, connected to server.
-func relaySockets(t testing.TB, server string) (*net.UDPConn, *net.UDPConn) {
-	t.Helper()
-	sa, err := net.ResolveUDPAddr("udp", server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := net.DialUDP("udp", nil, sa)
-	if err != nil {
-		front.Close()
-		t.Fatal(err)
-	}
-	return front, back
-}
-
-// pumpFront reads the datagrams the client sends to a relay's front
-// socket until it is closed, notes the client's address in client, and
-// hands each to f. The buffer is reused: f copies what it keeps.
-func pumpFront(front *net.UDPConn, client *atomic.Pointer[net.UDPAddr], f func([]byte)) {
-	buf := make([]byte, 65536)
-	for {
-		n, from, err := front.ReadFromUDP(buf)
-		if err != nil {
-			return
-		}
-		client.Store(from)
-		f(buf[:n])
-	}
-}
-
-// pumpBack reads the server's datagrams from a relay's back socket until
-// it is closed and hands each to f (same buffer rule as pumpFront).
-func pumpBack(back *net.UDPConn, f func([]byte)) {
-	buf := make([]byte, 65536)
-	for {
-		n, err := back.Read(buf)
-		if err != nil {
-			return
-		}
-		f(buf[:n])
-	}
-}
-
-func startRelay(t testing.TB, server string) *udpRelay {
-	t.Helper()
-	front, back := relaySockets(t, server)
-	r := &udpRelay{front: front, back: back}
-	r.wg.Add(2)
-	go func() {
-		defer r.wg.Done()
-		pumpFront(front, &r.client, func(b []byte) {
-			if !r.cut.Load() {
-				back.Write(b)
-			}
-		})
-	}()
-	go func() {
-		defer r.wg.Done()
-		pumpBack(back, func(b []byte) {
-			if to := r.client.Load(); to != nil && !r.cut.Load() {
-				front.WriteToUDP(b, to)
-			}
-		})
-	}()
-	t.Cleanup(func() {
-		front.Close()
-		back.Close()
-		r.wg.Wait()
-	})
-	return r
-}
-
-func (r *udpRelay) addr() string { return r.front.LocalAddr().String() }
-
 // dialThroughRelay dials s through a relay that can cut the path, with
 // the Dialer's OnPathDead calls recorded; mod, if not nil, sets the rest of
 // its Config. It returns the Conn, its Dialer, the relay and the record.
-func dialThroughRelay(t *testing.T, s *h3Server, mod func(*Config)) (*Conn, *Dialer, *udpRelay, *deadPathRecorder) {
+func dialThroughRelay(t *testing.T, s *h3Server, mod func(*Config)) (*Conn, *Dialer, *testpeer.UDPRelay, *deadPathRecorder) {
 	t.Helper()
-	relay := startRelay(t, s.addr())
+	relay := testpeer.StartUDPRelay(t, s.addr())
 	rec := new(deadPathRecorder)
 	d := newTestDialer(t, s, func(c *Config) {
 		c.OnPathDead = rec.record
@@ -189,7 +99,7 @@ func dialThroughRelay(t *testing.T, s *h3Server, mod func(*Config)) (*Conn, *Dia
 			mod(c)
 		}
 	})
-	c, err := d.Dial(context.Background(), "localhost", relay.addr())
+	c, err := d.Dial(context.Background(), "localhost", relay.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +180,7 @@ func TestDeadPathClosesConn(t *testing.T) {
 		t.Fatalf("before the cut: %q %v", body, err)
 	}
 
-	relay.cut.Store(true)
+	relay.Silence()
 	start := time.Now()
 	_, err := get(ctx, c, "/")
 	if !errors.Is(err, ErrPathDead) {
@@ -316,7 +226,7 @@ func TestDeadPathFailsBodyRead(t *testing.T) {
 	if _, err := io.ReadFull(resp.Body, buf); err != nil {
 		t.Fatal(err)
 	}
-	relay.cut.Store(true)
+	relay.Silence()
 	// Something ack-eliciting must leave the client: another request.
 	go get(ctx, c, "/")
 	_, err = io.ReadAll(resp.Body)
@@ -470,7 +380,7 @@ func TestDeadPathWhileWaiting(t *testing.T) {
 		return c.active == 1
 	})
 	time.Sleep(1500 * ms)
-	relay.cut.Store(true)
+	relay.Silence()
 	if err := <-errc; !errors.Is(err, ErrPathDead) {
 		t.Fatalf("waiting request on the dead path: %v, want ErrPathDead", err)
 	}

@@ -1,8 +1,10 @@
 // Package testpeer starts the real, independent programs that ferry's
 // interop tests talk to (proxies, clients), on loopback only, with
 // configurations generated into the test's temporary directory, and the
-// one in-process peer several packages' tests share: a raw HTTP/2 frame
-// server (h2frames.go) for frames real servers rarely send on demand.
+// in-process peers several packages' tests share: a raw HTTP/2 frame
+// server (h2frames.go) for frames real servers rarely send on demand, a
+// scripted raw TCP server (StartRaw, http1.go), and TCP and UDP relays
+// that can make a path go silent (relay.go).
 //
 // It is imported only by tests. A program that is not installed skips the
 // test with the Debian package to install, except under CI=true, where
