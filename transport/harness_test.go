@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ferryhttp/ferry/internal/selfsigned"
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // The differential harness: every scenario runs against net/http.Transport
@@ -81,8 +82,7 @@ type testServer struct {
 
 	hs    *httptest.Server
 	ln    net.Listener
-	wg    sync.WaitGroup
-	live  map[net.Conn]bool
+	rawS  *testpeer.RawServer // a scripted server's connections
 	close chan struct{}
 }
 
@@ -100,11 +100,7 @@ func (s *testServer) seenCount() int {
 }
 
 // liveCount is the number of connections a scripted server has open.
-func (s *testServer) liveCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.live)
-}
+func (s *testServer) liveCount() int { return s.rawS.Live() }
 
 // connCount is the number of connections the server has accepted.
 func (s *testServer) connCount() int {
@@ -121,12 +117,7 @@ func (s *testServer) abort() {
 		s.hs.CloseClientConnections()
 		return
 	}
-	s.ln.Close()
-	s.mu.Lock()
-	for c := range s.live {
-		c.Close()
-	}
-	s.mu.Unlock()
+	s.rawS.Abort()
 }
 
 // startHandlerServer serves h, recording each request (its body is read
@@ -203,44 +194,19 @@ func startRawServer(t *testing.T, script func(c *rawConn)) *testServer {
 }
 
 // serveRaw is startRawServer on a listener the caller made (small socket
-// buffers, TLS): it runs script on each connection it accepts and, when
-// the test ends, closes the listener and every live connection and waits
-// for the scripts. URL is "http://" and the listener's address.
+// buffers, TLS, IPv6): it runs script on each connection it accepts
+// (testpeer.ServeRaw) and, when the test ends, closes s.close, then the
+// listener and every live connection, and waits for the scripts. URL is
+// "http://" and the listener's address.
 func serveRaw(tb testing.TB, ln net.Listener, script func(c *rawConn)) *testServer {
-	s := &testServer{ln: ln, URL: "http://" + ln.Addr().String(), live: map[net.Conn]bool{}, close: make(chan struct{})}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for n := 0; ; n++ {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.conns++
-			s.live[c] = true
-			s.mu.Unlock()
-			s.wg.Add(1)
-			go func(n int) {
-				defer s.wg.Done()
-				script(&rawConn{Conn: c, br: bufio.NewReader(c), s: s, n: n})
-				c.Close()
-				s.mu.Lock()
-				delete(s.live, c)
-				s.mu.Unlock()
-			}(n)
-		}
-	}()
-	tb.Cleanup(func() {
-		close(s.close)
-		ln.Close()
+	s := &testServer{ln: ln, URL: "http://" + ln.Addr().String(), close: make(chan struct{})}
+	s.rawS = testpeer.ServeRaw(tb, ln, func(n int, c net.Conn) {
 		s.mu.Lock()
-		for c := range s.live {
-			c.Close()
-		}
+		s.conns++
 		s.mu.Unlock()
-		s.wg.Wait()
+		script(&rawConn{Conn: c, br: bufio.NewReader(c), s: s, n: n})
 	})
+	tb.Cleanup(func() { close(s.close) }) // runs first: scripts waiting on it end
 	return s
 }
 

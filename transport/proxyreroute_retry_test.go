@@ -209,36 +209,7 @@ func startRawServer6(t *testing.T, script func(c *rawConn)) *url.URL {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &testServer{ln: ln, live: map[net.Conn]bool{}, close: make(chan struct{})}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.live[c] = true
-			s.mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				script(&rawConn{Conn: c, br: bufio.NewReader(c), s: s})
-				c.Close()
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		s.mu.Lock()
-		for c := range s.live {
-			c.Close()
-		}
-		s.mu.Unlock()
-		wg.Wait()
-	})
+	serveRaw(t, ln, script)
 	return &url.URL{Scheme: "http", Host: ln.Addr().String()}
 }
 

@@ -47,6 +47,20 @@ func (l *flightLog) job(addr string, headStart time.Duration, f **Flight[string]
 	return FlightJob{Host: "localhost", Addr: addr, HeadStart: headStart, Landed: record("landed"), Woken: record("woken")}
 }
 
+// startLogged starts group's flight to addr on fs, with a minute's head
+// start and its outcomes recorded in the returned log.
+func startLogged(t *testing.T, fs *Flights[string, string], group, addr string) (*Flight[string], *flightLog) {
+	t.Helper()
+	var f *Flight[string]
+	log := newFlightLog()
+	f, started := fs.Start(group, "alt-1", log.job(addr, time.Minute, &f))
+	close(log.ready)
+	if !started || f == nil {
+		t.Fatalf("Start for %s: %v, started %v; want a new flight", group, f, started)
+	}
+	return f, log
+}
+
 func (l *flightLog) wait(t *testing.T) {
 	t.Helper()
 	select {
@@ -63,22 +77,15 @@ func (l *flightLog) wait(t *testing.T) {
 func TestFlightsOneDialPerGroup(t *testing.T) {
 	bh := startBlackhole(t)
 	fs := &Flights[string, string]{Max: 2, NewDialer: func() *Dialer { return NewDialer(Config{HandshakeTimeout: time.Minute}) }}
-	var a, b *Flight[string]
-	logA, logB := newFlightLog(), newFlightLog()
-	a, started := fs.Start("origin-a", "alt-1", logA.job(bh.addr(), time.Minute, &a))
-	close(logA.ready)
-	if !started || a == nil {
-		t.Fatalf("first Start: %v, started %v; want a new flight", a, started)
-	}
+	a, logA := startLogged(t, fs, "origin-a", bh.addr())
 	if f, started := fs.Start("origin-a", "alt-2", FlightJob{}); f != a || started {
 		t.Fatalf("Start in a group with a flight: %v, started %v; want its flight joined", f, started)
 	}
 	if f, full := fs.Find("origin-a"); f != a || full {
 		t.Fatalf("Find: %v, full %v; want the flight, not full", f, full)
 	}
-	b, started = fs.Start("origin-b", "alt-1", logB.job(bh.addr(), time.Minute, &b))
-	close(logB.ready)
-	if !started || b == a {
+	b, logB := startLogged(t, fs, "origin-b", bh.addr())
+	if b == a {
 		t.Fatal("another group did not get a flight of its own")
 	}
 	if f, started := fs.Start("origin-c", "alt-1", FlightJob{}); f != nil || started {
@@ -124,10 +131,7 @@ func TestFlightWaitEndsWithHeadStart(t *testing.T) {
 	bh := startBlackhole(t)
 	fs := &Flights[string, string]{Max: 8, NewDialer: func() *Dialer { return NewDialer(Config{HandshakeTimeout: time.Minute}) }}
 	defer fs.CloseDialer()
-	var f *Flight[string]
-	log := newFlightLog()
-	f, _ = fs.Start("origin", "alt", log.job(bh.addr(), time.Minute, &f))
-	close(log.ready)
+	f, _ := startLogged(t, fs, "origin", bh.addr())
 	req, _ := http.NewRequest("GET", "https://origin/", nil)
 	var asked time.Duration
 	fired := make(chan time.Time, 1)
@@ -161,10 +165,7 @@ func TestFlightLandsConnection(t *testing.T) {
 	s := startH3(t, http.HandlerFunc(echoHandler), "localhost")
 	fs := &Flights[string, string]{Max: 8, NewDialer: func() *Dialer { return newTestDialer(t, s, nil) }}
 	defer fs.CloseDialer()
-	var f *Flight[string]
-	log := newFlightLog()
-	f, _ = fs.Start("origin", "alt", log.job(s.addr(), time.Minute, &f))
-	close(log.ready)
+	f, log := startLogged(t, fs, "origin", s.addr())
 	req, _ := http.NewRequest("GET", "https://localhost/", nil)
 	if done, err := f.Wait(req, nil, nil, nil, nil); !done || err != nil {
 		t.Fatalf("Wait: done %v, err %v; want the dial done", done, err)

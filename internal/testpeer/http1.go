@@ -42,16 +42,23 @@ type RawServer struct {
 	live map[net.Conn]bool
 }
 
-// StartRaw runs script on each connection the server accepts, n being its
-// position in accept order; the connection is closed when script returns.
-// The test's cleanup closes the listener and every live connection and
-// waits for the scripts.
+// StartRaw runs script on each connection a new loopback server accepts
+// (ServeRaw).
 func StartRaw(t testing.TB, script func(n int, c net.Conn)) *RawServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ServeRaw(t, ln, script)
+}
+
+// ServeRaw runs script on each connection ln accepts (a listener the
+// caller made: IPv6, small socket buffers, TLS), n being its position in
+// accept order; the connection is closed when script returns. The test's
+// cleanup closes the listener and every live connection and waits for the
+// scripts.
+func ServeRaw(t testing.TB, ln net.Listener, script func(n int, c net.Conn)) *RawServer {
 	s := &RawServer{ln: ln, live: make(map[net.Conn]bool)}
 	s.wg.Add(1)
 	track := func(c net.Conn) {
@@ -61,20 +68,35 @@ func StartRaw(t testing.TB, script func(n int, c net.Conn)) *RawServer {
 	}
 	go acceptEach(ln, &s.wg, track, func(n int, c net.Conn) {
 		script(n, c)
+		c.Close() // before it leaves live: Live counts open connections
 		s.mu.Lock()
 		delete(s.live, c)
 		s.mu.Unlock()
 	})
 	t.Cleanup(func() {
-		ln.Close()
-		s.mu.Lock()
-		for c := range s.live {
-			c.Close()
-		}
-		s.mu.Unlock()
+		s.Abort()
 		s.wg.Wait()
 	})
 	return s
+}
+
+// Live is the number of connections open: accepted, their script not
+// returned.
+func (s *RawServer) Live() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live)
+}
+
+// Abort closes the listener and every live connection, so that a client
+// blocked on the server gets an error instead of waiting forever.
+func (s *RawServer) Abort() {
+	s.ln.Close()
+	s.mu.Lock()
+	for c := range s.live {
+		c.Close()
+	}
+	s.mu.Unlock()
 }
 
 // Addr is the server's host:port.
