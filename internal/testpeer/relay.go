@@ -2,6 +2,7 @@ package testpeer
 
 import (
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -70,12 +71,20 @@ func (r *Relay) accept() {
 	}
 }
 
-// pipe copies src to dst until src fails or the relay goes silent.
+// pipe copies src to dst until src fails or the relay goes silent. The
+// end of src (its peer closed) is passed on as the end of dst's writing
+// side, unless the relay is silent.
 func (r *Relay) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if err != nil || r.silent.Load() {
+		if r.silent.Load() {
+			return
+		}
+		if err != nil {
+			if cw, ok := dst.(interface{ CloseWrite() error }); ok && errors.Is(err, io.EOF) {
+				cw.CloseWrite()
+			}
 			return
 		}
 		if _, err := dst.Write(buf[:n]); err != nil {
