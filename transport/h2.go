@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/dialflight"
 	"github.com/ferryhttp/ferry/internal/h1conn"
 	"github.com/ferryhttp/ferry/internal/h2conn"
 	"github.com/ferryhttp/ferry/internal/idlepool"
@@ -16,9 +17,9 @@ import (
 
 // HTTP/2 in the transport. A key that may share a connection (protocols.go,
 // connKey.h1Only false) asks the pool for a shared connection with a free
-// stream first; on a miss the dial is coalesced with concurrent ones for the
-// same key (h2flight.go) and, when TLS negotiated "h2" (or the key is h2c),
-// the connection becomes an h2conn.Conn (in an h2Shared, which keeps the
+// stream first; on a miss the dial is coalesced with concurrent ones for
+// the same key (internal/dialflight) and, when TLS negotiated "h2" (or the
+// key is h2c), the connection becomes an h2conn.Conn (in an h2Shared, which keeps the
 // socket for the requests' socket options) registered with pool.AddShared.
 // Requests the server provably did not process are retried on another
 // connection (roundTripShared). x/net is used only through internal/h2conn.
@@ -63,7 +64,7 @@ func (c *altShared) socket() *connSocket { return &c.sock }
 type h2State struct {
 	protos  protoSet
 	cfg     h2conn.Config
-	flights flightTable
+	flights dialflight.Table[connKey]
 	live    sharedRegistry
 	// clock, when set before first use (tests only), is the pool's and
 	// every HTTP/2 connection's clock. Nil means time.Now.
@@ -162,16 +163,16 @@ func (t *Transport) dialAny(w *connWait, key connKey, ds *dialState) (*h1Conn, s
 		pc, err := t.dialConn(ctx, key, ds)
 		return pc, nil, false, err
 	}
-	var f *dialFlight
+	var f *dialflight.Flight
 	leader := false
 	if !t.DisableKeepAlives {
-		f, leader = t.h2.flights.join(key)
+		f, leader = t.h2.flights.Join(key)
 	}
 	if f != nil && !leader {
-		awaiting := f.awaiting
+		awaiting := f.Awaiting()
 		for waiting := true; waiting; {
 			select {
-			case <-f.done:
+			case <-f.Done():
 				waiting = false
 			case <-awaiting:
 				// The leader waits for a server's SETTINGS, and so,
@@ -182,18 +183,18 @@ func (t *Transport) dialAny(w *connWait, key connKey, ds *dialState) (*h1Conn, s
 				return nil, nil, false, context.Cause(ctx)
 			}
 		}
-		if f.shared {
+		if f.Shared() {
 			t.releaseTCPSlot(key)
 			return nil, nil, true, nil
 		}
 		f = nil // it spoke HTTP/1 or failed: dial our own, as net/http does
 	}
-	outcome := dialFailed
+	outcome := dialflight.Failed
 	defer func() {
 		if leader {
-			t.h2.flights.finish(key, f, outcome)
-		} else if outcome != dialFailed {
-			t.h2.flights.record(key, outcome)
+			t.h2.flights.Finish(key, f, outcome)
+		} else if outcome != dialflight.Failed {
+			t.h2.flights.Record(key, outcome)
 		}
 	}()
 	if leader {
@@ -204,7 +205,7 @@ func (t *Transport) dialAny(w *connWait, key connKey, ds *dialState) (*h1Conn, s
 			// connection be dialled meanwhile. On error (cancelled) the
 			// caller's next look in the pool returns it.
 			t.releaseTCPSlot(key)
-			outcome = dialShared // followers look in the pool too
+			outcome = dialflight.Shared // followers look in the pool too
 			return nil, sc, true, nil
 		}
 	}
@@ -217,7 +218,7 @@ func (t *Transport) dialAny(w *connWait, key connKey, ds *dialState) (*h1Conn, s
 		return nil, nil, false, err
 	}
 	if sc == nil {
-		outcome = dialSpokeH1
+		outcome = dialflight.SpokeH1
 		return newH1Conn(t, key, d), nil, false, nil
 	}
 	// Take our stream before anyone else can see the connection.
@@ -247,7 +248,7 @@ func (t *Transport) dialAny(w *connWait, key connKey, ds *dialState) (*h1Conn, s
 		t.tcpSlotEvent()
 	}
 	t.pool.AddShared(key, sc)
-	outcome = dialShared
+	outcome = dialflight.Shared
 	return nil, sc, false, nil
 }
 
@@ -264,7 +265,7 @@ func (t *Transport) dialAny(w *connWait, key connKey, ds *dialState) (*h1Conn, s
 // (also when the request's ResponseHeaderTimeout passed: the wait for
 // SETTINGS is bounded by it, startSettingsWait). Only
 // dials pay for it (the registry's snapshot, with MaxConnsPerHost).
-func (t *Transport) sharedBeforeDial(w *connWait, f *dialFlight, key connKey) (sharedConn, error) {
+func (t *Transport) sharedBeforeDial(w *connWait, f *dialflight.Flight, key connKey) (sharedConn, error) {
 	if s, ok := t.pool.GetShared(key); ok {
 		return s.(sharedConn), nil
 	}
@@ -283,7 +284,7 @@ func (t *Transport) sharedBeforeDial(w *connWait, f *dialFlight, key connKey) (s
 			// Waits net/http does not make: bounded by the
 			// request's ResponseHeaderTimeout, its followers' too.
 			w.startSettingsWait()
-			f.startAwaiting()
+			f.StartAwaiting()
 		}
 		if _, err := c.AwaitPeerSettings(w.ctx); err != nil {
 			return nil, err

@@ -125,43 +125,6 @@ func TestH2ConcurrentFirstRequestsOneDial(t *testing.T) {
 	}
 }
 
-// TestH2FirstDialToHTTP1ServerNotSerialized: once an origin is known to
-// speak HTTP/1, concurrent dials are not held behind one another.
-func TestH2FlightTableRemembersHTTP1(t *testing.T) {
-	var ft flightTable
-	k := connKey{scheme: "https", addr: "a:443"}
-	f, leader := ft.join(k)
-	if f == nil || !leader {
-		t.Fatal("first join must lead")
-	}
-	g, leader2 := ft.join(k)
-	if g != f || leader2 {
-		t.Fatal("second join must follow the flight in progress")
-	}
-	ft.finish(k, f, dialSpokeH1)
-	<-f.done
-	if f.shared {
-		t.Fatal("an HTTP/1 outcome marked shared")
-	}
-	if h, _ := ft.join(k); h != nil {
-		t.Fatal("a key known to speak HTTP/1 must not coalesce")
-	}
-	ft.record(k, dialShared)
-	h, leader3 := ft.join(k)
-	if h == nil || !leader3 {
-		t.Fatal("after an HTTP/2 outcome the key coalesces again")
-	}
-	ft.finish(k, h, dialShared)
-	if !h.shared {
-		t.Fatal("shared outcome lost")
-	}
-	for i := range ft.shards {
-		if len(ft.shards[i].m) != 0 {
-			t.Fatal("entries left for a key that spoke HTTP/2")
-		}
-	}
-}
-
 func TestH2IdleExpiryAndCloseIdle(t *testing.T) {
 	cert, err := selfsigned.New("127.0.0.1")
 	if err != nil {
