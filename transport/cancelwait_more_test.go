@@ -104,16 +104,7 @@ func TestDialerPanicLeavesWaitArmed(t *testing.T) {
 		}()
 		tr.RoundTrip(req)
 	}()
-	s := tr.cancels.shard(req)
-	s.mu.Lock()
-	var linked bool
-	for e := s.head; e != nil; e = e.next {
-		if e.req == req {
-			linked = true
-		}
-	}
-	s.mu.Unlock()
-	if linked {
+	if tr.cancels.Registered(req) {
 		t.Errorf("after a recovered dialer panic the request's CancelRequest entry is still linked")
 	}
 	goleak.VerifyNone(t, ignore) // the Request.Cancel watcher is gone
@@ -346,14 +337,7 @@ func TestWaitStateReleased(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 	tr.CloseIdleConnections()
-	s := tr.cancels.shard(req)
-	s.mu.Lock()
-	linked := false
-	for e := s.head; e != nil; e = e.next {
-		linked = linked || e.req == req
-	}
-	s.mu.Unlock()
-	if linked {
+	if tr.cancels.Registered(req) {
 		t.Errorf("CancelRequest entry still linked after the request returned")
 	}
 	// goleak retries until the exchange's own goroutines are gone; a

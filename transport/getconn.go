@@ -296,8 +296,8 @@ func (t *Transport) armConnWait(ctx context.Context, req *http.Request) *connWai
 			}
 		}(req.Cancel)
 	}
-	w.entry = cancelEntry{req: req, stop: w.cancel}
-	t.cancels.register(&w.entry)
+	w.entry = cancelEntry{Req: req, Stop: w.cancel}
+	t.cancels.Register(&w.entry)
 	return w
 }
 
@@ -348,7 +348,7 @@ func (w *connWait) end() error {
 	if w.settingsTimer != nil {
 		w.settingsTimer.Stop()
 	}
-	w.t.cancels.unregister(&w.entry)
+	w.t.cancels.Unregister(&w.entry)
 	if cause == nil {
 		if w.reqCtx.Err() != nil {
 			cause = context.Cause(w.reqCtx)

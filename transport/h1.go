@@ -91,9 +91,9 @@ func (pc *h1Conn) Closed(release bool) {
 
 // WatchCancel registers the request in flight for CancelRequest.
 func (pc *h1Conn) WatchCancel(req *http.Request, gen uint64) {
-	pc.cancelReg.req, pc.cancelReg.pc, pc.cancelReg.gen = req, pc, gen
-	pc.t.cancels.register(&pc.cancelReg)
+	pc.cancelReg.Req, pc.cancelReg.Conn, pc.cancelReg.Gen = req, pc, gen
+	pc.t.cancels.Register(&pc.cancelReg)
 }
 
 // UnwatchCancel ends the registration WatchCancel made.
-func (pc *h1Conn) UnwatchCancel() { pc.t.cancels.unregister(&pc.cancelReg) }
+func (pc *h1Conn) UnwatchCancel() { pc.t.cancels.Unregister(&pc.cancelReg) }

@@ -198,12 +198,12 @@ type h3Request struct {
 }
 
 func (r *h3Request) ExchangeStarted(req *http.Request, cancel context.CancelCauseFunc) {
-	r.entry = cancelEntry{req: req, stop: cancel}
-	r.reg.register(&r.entry)
+	r.entry = cancelEntry{Req: req, Stop: cancel}
+	r.reg.Register(&r.entry)
 }
 
 func (r *h3Request) ExchangeEnded() {
-	r.reg.unregister(&r.entry)
+	r.reg.Unregister(&r.entry)
 	if r.slot != nil {
 		r.slot.quicStreamDone()
 	}

@@ -114,15 +114,4 @@ func TestH3CancelRequest(t *testing.T) {
 }
 
 // registered counts the requests in tr's CancelRequest registry.
-func registered(tr *Transport) int {
-	n := 0
-	for i := range tr.cancels.shards {
-		s := &tr.cancels.shards[i]
-		s.mu.Lock()
-		for e := s.head; e != nil; e = e.next {
-			n++
-		}
-		s.mu.Unlock()
-	}
-	return n
-}
+func registered(tr *Transport) int { return tr.cancels.Len() }

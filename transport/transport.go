@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferryhttp/ferry/altsvc"
+	"github.com/ferryhttp/ferry/internal/cancelreg"
 	"github.com/ferryhttp/ferry/internal/dialer"
 	"github.com/ferryhttp/ferry/internal/dnscache"
 	"github.com/ferryhttp/ferry/internal/h1conn"
@@ -189,7 +190,7 @@ type Transport struct {
 	pool         *idlepool.Pool[connKey, *h1Conn]
 	dialer       *dialer.Dialer
 	sessionCache tls.ClientSessionCache
-	cancels      cancelRegistry
+	cancels      cancelRegistry  // requests in flight, for CancelRequest
 	waitsArmed   atomic.Int64    // connWaits armed: requests that waited or dialled (getconn.go)
 	originAddrs  originAddrCache // host:port of recent port-less URL hosts
 	proxies      proxyState
@@ -359,8 +360,15 @@ func (t *Transport) CloseIdleConnections() {
 // Deprecated: use a request context (Request.WithContext) instead, as for
 // net/http.
 func (t *Transport) CancelRequest(req *http.Request) {
-	t.cancels.cancel(req)
+	t.cancels.Cancel(req, errRequestCanceled)
 }
+
+// The CancelRequest registry (internal/cancelreg): an entry cancels an
+// HTTP/1.1 exchange through its connection, anything else through Stop.
+type (
+	cancelRegistry = cancelreg.Registry[*h1Conn]
+	cancelEntry    = cancelreg.Entry[*h1Conn]
+)
 
 func (t *Transport) maxHeaderBytes() int64 {
 	if t.MaxResponseHeaderBytes > 0 {
