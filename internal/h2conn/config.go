@@ -54,6 +54,11 @@ type Config struct {
 	// connection. It is ORed with HTTP2.StrictMaxConcurrentRequests.
 	StrictMaxConcurrentStreams bool
 
+	// Own selects ferry's own HTTP/2 client connection (clientconn.go and
+	// the files it names) instead of x/net's ClientConn. It goes while the
+	// own connection is being completed; the x/net path is the default.
+	Own bool
+
 	// Clock returns the current time for IdleSince and GotConn's IdleTime.
 	// Nil means time.Now. Give it the idle pool's clock.
 	Clock func() time.Time

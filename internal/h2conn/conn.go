@@ -37,6 +37,10 @@ type Conn struct {
 	// provisional slot's wait for the server's SETTINGS (peersettings.go).
 	headerTimeout time.Duration
 
+	// o is ferry's own connection (Config.Own); when set, every method
+	// forwards to it and the x/net fields below are unused.
+	o *clientConn
+
 	// cc is written once, under mu, before NewClientConn returns; after
 	// that it is read without the lock (NewClientConn happens before any
 	// method call). closeNow, which x/net may trigger earlier, reads it
@@ -131,6 +135,14 @@ func NewClientConn(nc net.Conn, cfg Config) (*Conn, error) {
 		}
 		c.tls = &st
 	}
+	if cfg.Own || ownDefault {
+		o, err := newOwnConn(nc, c.tls, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("h2conn: start connection: %w", err)
+		}
+		c.o = o
+		return c, nil
+	}
 	t2, err := cfg.newTransports(deathWatch{c})
 	if err != nil {
 		nc.Close()
@@ -168,6 +180,9 @@ func (c *Conn) TLS() *tls.ConnectionState { return c.tls }
 // Each true result must be followed by exactly one RoundTrip or
 // ReleaseStream.
 func (c *Conn) ReserveStream() bool {
+	if c.o != nil {
+		return c.o.reserve()
+	}
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
@@ -247,6 +262,10 @@ func (c *Conn) granted(xnet bool) {
 // used by a RoundTrip. Calling it without an unused reservation does
 // nothing.
 func (c *Conn) ReleaseStream() {
+	if c.o != nil {
+		c.o.unreserve()
+		return
+	}
 	c.mu.Lock()
 	if c.unstarted == 0 {
 		c.mu.Unlock()
@@ -270,6 +289,9 @@ func (c *Conn) ReleaseStream() {
 // for good, after GOAWAY, after it closed or failed, or once it was made
 // single-use and used. A connection that is full is still usable.
 func (c *Conn) Usable() bool {
+	if c.o != nil {
+		return c.o.usable()
+	}
 	c.mu.Lock()
 	dead, busy := c.dead, c.busy
 	c.mu.Unlock()
@@ -290,6 +312,9 @@ func (c *Conn) Usable() bool {
 // IdleSince reports whether no slot is in use and, if so, since when (on
 // Config.Clock). The pool closes the connection after IdleConnTimeout.
 func (c *Conn) IdleSince() (time.Time, bool) {
+	if c.o != nil {
+		return c.o.idle()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.idleSince, c.busy == 0
@@ -299,6 +324,9 @@ func (c *Conn) IdleSince() (time.Time, bool) {
 // respect to ReserveStream, and reports whether the connection is now
 // closed.
 func (c *Conn) CloseIfIdle() bool {
+	if c.o != nil {
+		return c.o.closeIfIdle()
+	}
 	c.mu.Lock()
 	if c.busy > 0 {
 		c.mu.Unlock()
@@ -311,6 +339,10 @@ func (c *Conn) CloseIfIdle() bool {
 // Close closes the connection at once; requests in flight fail. It is
 // idempotent and returns nil.
 func (c *Conn) Close() error {
+	if c.o != nil {
+		c.o.close()
+		return nil
+	}
 	c.mu.Lock()
 	c.closeAndUnlock()
 	return nil
@@ -333,6 +365,12 @@ func (c *Conn) closeAndUnlock() {
 // ctx's error and the connection closes itself when its last slot is
 // released.
 func (c *Conn) Shutdown(ctx context.Context) error {
+	if c.o != nil {
+		if err := c.o.shutdown(ctx); err != nil {
+			return fmt.Errorf("h2conn: shutdown: %w", err)
+		}
+		return nil
+	}
 	c.mu.Lock()
 	c.setDeadLocked()
 	c.mu.Unlock()
@@ -347,6 +385,9 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 
 // Ping sends a PING frame and waits for its acknowledgement or ctx.
 func (c *Conn) Ping(ctx context.Context) error {
+	if c.o != nil {
+		return c.o.ping(ctx)
+	}
 	return c.cc.Ping(ctx)
 }
 

@@ -115,6 +115,9 @@ func (c *Conn) probePeerSettings() {
 // slot is refused for them then), or when the connection is dead; it also
 // ends when the connection dies during the wait.
 func (c *Conn) AwaitPeerSettings(ctx context.Context) (bool, error) {
+	if c.o != nil {
+		return c.o.awaitPeer(ctx)
+	}
 	if c.peer.settled.Load() || !c.peer.probing.Load() || c.free.fn.Load() == nil || c.isDead() {
 		return false, nil
 	}
@@ -141,6 +144,9 @@ func (c *Conn) AwaitPeerSettings(ctx context.Context) (bool, error) {
 // where net/http would already have sent it, so the transport bounds that
 // wait by the request's ResponseHeaderTimeout.
 func (c *Conn) PeerSettingsPending() bool {
+	if c.o != nil {
+		return c.o.settingsPending()
+	}
 	return !c.peer.settled.Load() && c.peer.probing.Load() && c.free.fn.Load() != nil && !c.isDead()
 }
 

@@ -35,6 +35,9 @@ import (
 // dead (Usable reports false from then on); REFUSED_STREAM and
 // ReasonStreamLimit leave it usable.
 func (c *Conn) RoundTrip(req *http.Request) (*http.Response, error) {
+	if c.o != nil {
+		return c.o.roundTrip(req)
+	}
 	c.mu.Lock()
 	if c.unstarted == 0 {
 		c.mu.Unlock()

@@ -38,6 +38,14 @@ const (
 // server's SETTINGS are known to have arrived no second slot is handed out,
 // and fn is called when they are.
 func (c *Conn) OnStreamFree(fn func()) {
+	if c.o != nil {
+		if fn == nil {
+			c.o.free.Store(nil)
+		} else {
+			c.o.free.Store(&fn)
+		}
+		return
+	}
 	if fn == nil {
 		c.free.fn.Store(nil)
 		return

@@ -1,0 +1,321 @@
+package h2conn
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+)
+
+// A stream of the own connection: its state machine and the response body.
+//
+// A stream is open from its HEADERS until both sides have ended it
+// (END_STREAM sent and received) or either side reset it; it counts
+// against the peer's SETTINGS_MAX_CONCURRENT_STREAMS for exactly that
+// long (it is in c.streams). The request's slot is separate: it is held
+// from ReserveStream until RoundTrip fails, the response has no body, or
+// the body ends or is closed. The received body is buffered up to the
+// stream's receive window, which is only given back (WINDOW_UPDATE) as the
+// caller reads, so a reader that stops stops the server.
+
+// stream is one request on the own connection.
+type stream struct {
+	c     *clientConn
+	req   *http.Request
+	ctx   context.Context
+	trace *httptrace.ClientTrace
+	head  requestHead
+	// body is the request body, nil for none. Read only by the body
+	// writer; closed once (closeBody).
+	body     io.ReadCloser
+	isHead   bool
+	expect   bool // Expect: 100-continue with a wait before the body
+	ready    chan struct{}
+	on100    chan struct{} // receives at a 100 Continue (expect only)
+	wroteReq chan struct{} // closed when the request is written or abandoned
+
+	// Set before the stream is shared, then read-only.
+	id uint32
+
+	// Guarded by c.mu.
+	readyDone   bool           // ready is closed
+	resp        *http.Response // the final response head
+	err         error          // the stream's failure, set once
+	npReason    Reason         // non-zero: err means the server did not process it
+	gotHead     bool           // final response HEADERS received
+	sawFirst    bool           // any response HEADERS received
+	recvEnded   bool           // END_STREAM received
+	sentEnd     bool           // END_STREAM sent, or the request side given up
+	gone        bool           // removed from c.streams
+	buf         []byte         // received body bytes not yet read: buf[off:]
+	off         int
+	bodyErr     error // what Read returns once buf is drained
+	bodyClosed  bool  // the response body was closed by the caller
+	cond        sync.Cond
+	sendWindow  int32
+	recvAvail   int32
+	recvUnacked int32
+	remain      int64       // declared response Content-Length left, -1 unknown
+	trailer     http.Header // response trailers received
+	bytes1xx    int64       // header bytes of 1xx responses so far
+	bodyRead    bool        // a Read of the request body began
+	stopBody    bool        // send no more of the request body
+	bodyShut    bool        // the request body was closed
+	slotHeld    bool        // the request's slot is not yet released
+	resetAtEnd  bool        // the body was given up: reset once the peer ends
+	stopCtx     func() bool // stops the context watch
+}
+
+// errClosedResponseBody is what a read of a closed response body returns
+// (net/http's text).
+var errClosedResponseBody = errorString("http2: response body closed")
+
+// errorString is a comparable constant error.
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// abortLocked fails the stream with err (the first failure wins), wakes
+// whoever waits on it and stops its request body; c.mu held. The response
+// body still returns what was buffered before the error.
+func (c *clientConn) abortLocked(cs *stream, err error, reason Reason) {
+	if cs.err == nil {
+		cs.err = err
+		cs.npReason = reason
+	}
+	if !cs.readyDone {
+		cs.readyDone = true
+		close(cs.ready)
+	}
+	if cs.bodyErr == nil {
+		cs.bodyErr = err
+	}
+	cs.stopBody = true
+	cs.cond.Broadcast()
+	c.wake.Broadcast()
+}
+
+// forgetLocked removes the stream from the connection; c.mu held. Its
+// buffered bytes stay readable. It reports the connection WINDOW_UPDATE
+// now due (none: dropBufferLocked gives those) and whether a dead
+// connection must be closed (closeIfDoneLocked).
+func (c *clientConn) forgetLocked(cs *stream) (connInc uint32, closeNow bool) {
+	if cs.gone {
+		return 0, false
+	}
+	cs.gone = true
+	delete(c.streams, cs.id)
+	if c.busy == 0 && len(c.streams) == 0 {
+		c.idleSince = c.now()
+	}
+	c.wake.Broadcast()
+	return connInc, c.closeIfDoneLocked()
+}
+
+// dropBufferLocked discards the unread body bytes of a stream this side
+// ended, returning them to the connection window; c.mu held. It returns
+// the connection WINDOW_UPDATE increment now due.
+func (c *clientConn) dropBufferLocked(cs *stream) uint32 {
+	unread := len(cs.buf) - cs.off
+	cs.buf, cs.off = nil, 0
+	if unread <= 0 {
+		return 0
+	}
+	return c.connConsumedLocked(int32(unread))
+}
+
+// afterForget does, outside c.mu, what forgetLocked said is due, and
+// tells the pool a stream is free.
+func (c *clientConn) afterForget(connInc uint32, closeNow bool) {
+	if connInc > 0 {
+		c.writeWindowUpdate(0, connInc)
+	}
+	if closeNow {
+		c.nc.Close()
+	}
+	c.notifyFree()
+}
+
+// cancelStream fails the stream with err on this side: it is reset with
+// CANCEL if it is still open, and its request body stops.
+func (c *clientConn) cancelStream(cs *stream, err error) {
+	c.mu.Lock()
+	c.abortLocked(cs, err, 0)
+	wasOpen := !cs.gone && cs.id != 0
+	var connInc uint32
+	var closeNow bool
+	if wasOpen {
+		connInc, closeNow = c.forgetLocked(cs)
+		connInc += c.dropBufferLocked(cs)
+		c.stray += strayPerReset
+	}
+	c.mu.Unlock()
+	cs.closeBody()
+	if wasOpen {
+		c.writeReset(cs.id, 0x8) // CANCEL
+		c.afterForget(connInc, closeNow)
+	}
+}
+
+// endActs is what ending a stream's receiving side left to do outside c.mu.
+type endActs struct {
+	connInc          uint32
+	closeNow, forgot bool
+	reset            bool // send RST_STREAM(CANCEL): the request side was given up
+}
+
+// endRecvLocked records the peer's END_STREAM; c.mu held. The trailers
+// become visible and the body's EOF follows the buffered bytes. A stream
+// now closed both ways (or whose request body was given up) is forgotten.
+func (c *clientConn) endRecvLocked(cs *stream) endActs {
+	cs.recvEnded = true
+	if cs.bodyErr == nil {
+		if cs.remain > 0 {
+			cs.bodyErr = io.ErrUnexpectedEOF
+		} else {
+			if len(cs.trailer) > 0 && cs.resp != nil {
+				if cs.resp.Trailer == nil {
+					cs.resp.Trailer = make(http.Header, len(cs.trailer))
+				}
+				for k, v := range cs.trailer {
+					cs.resp.Trailer[k] = v
+				}
+			}
+			cs.bodyErr = io.EOF
+		}
+	}
+	cs.cond.Broadcast()
+	var a endActs
+	if cs.sentEnd || cs.resetAtEnd {
+		a.connInc, a.closeNow = c.forgetLocked(cs)
+		a.forgot, a.reset = true, cs.resetAtEnd
+	}
+	return a
+}
+
+// afterEnd does what endRecvLocked left to do.
+func (c *clientConn) afterEnd(cs *stream, a endActs) {
+	if a.reset {
+		c.writeReset(cs.id, 0x8) // CANCEL
+	}
+	if a.forgot {
+		c.afterForget(a.connInc, a.closeNow)
+	}
+}
+
+// releaseSlotOf gives back the request's slot, once.
+func (c *clientConn) releaseSlotOf(cs *stream) {
+	c.mu.Lock()
+	held := cs.slotHeld
+	cs.slotHeld = false
+	gone := cs.gone
+	c.mu.Unlock()
+	if held {
+		c.releaseSlot()
+	}
+	if gone {
+		cs.stopWatch()
+	}
+}
+
+// closeBody closes the request body once.
+func (cs *stream) closeBody() {
+	if cs.body == nil {
+		return
+	}
+	c := cs.c
+	c.mu.Lock()
+	shut := cs.bodyShut
+	cs.bodyShut = true
+	c.mu.Unlock()
+	if !shut {
+		cs.body.Close()
+	}
+}
+
+// responseBody is the body of a response on the own connection.
+type responseBody struct {
+	cs *stream
+}
+
+func (b *responseBody) Read(p []byte) (int, error) {
+	cs := b.cs
+	c := cs.c
+	c.mu.Lock()
+	for cs.off == len(cs.buf) && cs.bodyErr == nil {
+		cs.cond.Wait()
+	}
+	if cs.off < len(cs.buf) {
+		n := copy(p, cs.buf[cs.off:])
+		cs.off += n
+		if cs.off == len(cs.buf) {
+			cs.buf, cs.off = cs.buf[:0], 0
+		}
+		connInc, streamInc := c.consumedLocked(cs, int32(n))
+		var err error
+		if cs.off == len(cs.buf) && cs.bodyErr == io.EOF {
+			err = io.EOF
+		}
+		c.mu.Unlock()
+		if connInc > 0 || streamInc > 0 {
+			c.writeWindowUpdates(cs.id, connInc, streamInc)
+		}
+		if err != nil {
+			c.releaseSlotOf(cs)
+		}
+		return n, err
+	}
+	err := cs.bodyErr
+	c.mu.Unlock()
+	c.releaseSlotOf(cs)
+	return 0, err
+}
+
+// Close ends the stream (with RST_STREAM CANCEL if the server has not
+// ended it, or the request body is still going out) and releases the
+// slot. Later reads fail.
+func (b *responseBody) Close() error {
+	cs := b.cs
+	c := cs.c
+	c.mu.Lock()
+	if cs.bodyClosed {
+		c.mu.Unlock()
+		return nil
+	}
+	cs.bodyClosed = true
+	open := !cs.gone
+	var connInc uint32
+	var closeNow bool
+	if open {
+		c.abortLocked(cs, errClosedResponseBody, 0)
+		connInc, closeNow = c.forgetLocked(cs)
+		c.stray += strayPerReset
+	}
+	connInc += c.dropBufferLocked(cs)
+	cs.bodyErr = errClosedResponseBody
+	c.mu.Unlock()
+	if open {
+		cs.closeBody()
+		c.writeReset(cs.id, 0x8) // CANCEL
+		c.afterForget(connInc, closeNow)
+	} else if connInc > 0 {
+		c.writeWindowUpdate(0, connInc)
+	}
+	c.releaseSlotOf(cs)
+	return nil
+}
+
+// stopWatch stops the context watch of a stream that is done.
+func (cs *stream) stopWatch() {
+	if cs.stopCtx != nil {
+		cs.stopCtx()
+	}
+}
+
+// missingBody is the body of a response whose HEADERS ended the stream
+// although they declared content: reading it fails as net/http's does.
+type missingBody struct{}
+
+func (missingBody) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+func (missingBody) Close() error             { return nil }
