@@ -143,8 +143,13 @@ func (t *Transport) initH2() {
 		// waiting requests hold stream reservations against the server's
 		// limit.
 		Clock: t.h2.clock,
+		Own:   h2Own,
 	}
 }
+
+// h2Own selects h2conn's own HTTP/2 connection (h2conn.Config.Own) for
+// every Transport. Tests only (h2own_env_test.go); false in programs.
+var h2Own bool
 
 // dialAny dials for key with the pool slot the caller holds. It returns an
 // HTTP/1 connection holding the slot, or a shared connection (the slot

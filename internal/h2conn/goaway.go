@@ -99,7 +99,11 @@ func (c *clientConn) readerErrLocked(err error) error {
 // *NotProcessedError when the server did not process it.
 func roundTripErr(cs *stream) error {
 	if cs.npReason != 0 {
-		return &NotProcessedError{Reason: cs.npReason, BodyUnread: !cs.bodyRead, Err: cs.err}
+		// The stream went out: whether its body was read is the toolchain
+		// net/http's question, and it says "written" (it closes the body
+		// on any error after the request started), so only a request
+		// that never got a stream (openStream) reports it unread.
+		return &NotProcessedError{Reason: cs.npReason, Err: cs.err}
 	}
 	return cs.err
 }

@@ -72,6 +72,9 @@ type judgeState struct {
 // connection takes no new stream: marked dead, its single-use request or a
 // request asking to close the connection started.
 func (c *Conn) knownUnusable() bool {
+	if c.o != nil {
+		return !c.o.usable()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.dead || c.lastRound

@@ -116,6 +116,9 @@ func (c *Conn) probePeerSettings() {
 // ends when the connection dies during the wait.
 func (c *Conn) AwaitPeerSettings(ctx context.Context) (bool, error) {
 	if c.o != nil {
+		if c.testHookAwaiting != nil && c.o.settingsPending() {
+			c.testHookAwaiting()
+		}
 		return c.o.awaitPeer(ctx)
 	}
 	if c.peer.settled.Load() || !c.peer.probing.Load() || c.free.fn.Load() == nil || c.isDead() {

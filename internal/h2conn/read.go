@@ -125,13 +125,15 @@ func (a forgetActs) do(c *clientConn) {
 }
 
 // streamLocked finds the stream a frame is for; c.mu held. A frame for a
-// stream this side never opened is a connection error; one for a stream
-// that is gone is dropped (nil, nil) within the stray allowance.
-func (c *clientConn) streamLocked(id uint32) (*stream, error) {
+// stream that is gone (or, as net/http has it, for one the peer made up)
+// is dropped (nil, nil) within the stray allowance; dataFrame: DATA on a
+// stream this side has not opened yet is a connection error (RFC 9113
+// section 5.1), as in net/http.
+func (c *clientConn) streamLocked(id uint32, dataFrame bool) (*stream, error) {
 	if cs := c.streams[id]; cs != nil {
 		return cs, nil
 	}
-	if id%2 == 0 || id > c.lastOpened {
+	if dataFrame && id >= c.nextID {
 		return nil, http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	c.stray--
@@ -174,7 +176,7 @@ func (c *clientConn) resetStream(cs *stream, err error, code http2.ErrCode) {
 
 func (c *clientConn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Lock()
-	cs, err := c.streamLocked(f.StreamID)
+	cs, err := c.streamLocked(f.StreamID, false)
 	if cs == nil {
 		c.mu.Unlock()
 		return err
@@ -293,6 +295,9 @@ func (c *clientConn) finishResponse(cs *stream, resp *http.Response, ended bool)
 		resp.Body = &responseBody{cs: cs}
 	}
 	c.mu.Lock()
+	// A server that answers without ever sending SETTINGS (net/http takes
+	// its answers) is held to the defaults from now on.
+	settledNow := c.settleLocked()
 	cs.gotHead = true
 	cs.resp = resp
 	cs.remain = resp.ContentLength
@@ -313,6 +318,9 @@ func (c *clientConn) finishResponse(cs *stream, resp *http.Response, ended bool)
 	}
 	c.mu.Unlock()
 	c.afterEnd(cs, a)
+	if settledNow {
+		c.notifyFree()
+	}
 }
 
 func (c *clientConn) onData(f *http2.DataFrame) error {
@@ -324,7 +332,7 @@ func (c *clientConn) onData(f *http2.DataFrame) error {
 		return http2.ConnectionError(http2.ErrCodeFlowControl)
 	}
 	c.recvAvail -= n
-	cs, err := c.streamLocked(f.StreamID)
+	cs, err := c.streamLocked(f.StreamID, true)
 	if cs == nil {
 		// Gone: the bytes are the connection's again at once.
 		var inc uint32
@@ -412,7 +420,7 @@ func (c *clientConn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 		c.mu.Unlock()
 		return nil
 	}
-	cs, err := c.streamLocked(f.StreamID)
+	cs, err := c.streamLocked(f.StreamID, false)
 	if cs == nil {
 		c.mu.Unlock()
 		return err
@@ -430,7 +438,7 @@ func (c *clientConn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 
 func (c *clientConn) onReset(f *http2.RSTStreamFrame) error {
 	c.mu.Lock()
-	cs, err := c.streamLocked(f.StreamID)
+	cs, err := c.streamLocked(f.StreamID, false)
 	if cs == nil {
 		c.mu.Unlock()
 		return err

@@ -113,6 +113,9 @@ func (c *Conn) watchLag() {
 }
 
 func (c *Conn) isDead() bool {
+	if c.o != nil {
+		return !c.o.usable()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.dead
