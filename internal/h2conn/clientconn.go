@@ -267,9 +267,12 @@ func (d *deadlineConn) Write(p []byte) (int, error) {
 // what net/http goes by.
 func (c *clientConn) giveUpOnSettings() {
 	c.mu.Lock()
-	changed := c.settleLocked()
+	wakes := 0
+	if c.settleLocked() {
+		wakes = min(c.roomCountLocked(), maxWakes)
+	}
 	c.mu.Unlock()
-	if changed {
+	for range wakes {
 		c.notifyFree()
 	}
 }
@@ -292,6 +295,10 @@ func (c *clientConn) applySettings(f *http2.SettingsFrame) error {
 	var tableSize uint32
 	var tableSet bool
 	c.mu.Lock()
+	roomBefore := 0
+	if c.settled {
+		roomBefore = c.roomCountLocked()
+	}
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		switch s.ID {
 		case http2.SettingMaxConcurrentStreams:
@@ -325,11 +332,14 @@ func (c *clientConn) applySettings(f *http2.SettingsFrame) error {
 		}
 		return nil
 	})
-	first := false
+	wakes := 0
 	if err == nil {
-		first = c.settleLocked()
+		c.settleLocked()
 		c.settleTimer.Stop()
 		c.wake.Broadcast() // windows or the stream limit may have grown
+		// One call of the hook per stream that became available: the pool
+		// wakes one waiter per call.
+		wakes = min(c.roomCountLocked()-roomBefore, maxWakes)
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -342,10 +352,19 @@ func (c *clientConn) applySettings(f *http2.SettingsFrame) error {
 	c.fr.WriteSettingsAck()
 	werr := c.flushLocked()
 	c.wmu.Unlock()
-	if first {
+	for range wakes {
 		c.notifyFree()
 	}
 	return werr
+}
+
+// maxWakes bounds the hook calls one SETTINGS frame makes.
+const maxWakes = 256
+
+// roomCountLocked is how many more streams the peer's limit allows beside
+// the open ones and the granted slots; c.mu held.
+func (c *clientConn) roomCountLocked() int {
+	return max(int(min(c.maxStreams, 1<<20))-len(c.streams)-c.reserved, 0)
 }
 
 // ping sends a PING and waits for its ack, ctx, or the connection's end.

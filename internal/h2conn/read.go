@@ -297,7 +297,10 @@ func (c *clientConn) finishResponse(cs *stream, resp *http.Response, ended bool)
 	c.mu.Lock()
 	// A server that answers without ever sending SETTINGS (net/http takes
 	// its answers) is held to the defaults from now on.
-	settledNow := c.settleLocked()
+	wakes := 0
+	if c.settleLocked() {
+		wakes = min(c.roomCountLocked(), maxWakes)
+	}
 	cs.gotHead = true
 	cs.resp = resp
 	cs.remain = resp.ContentLength
@@ -318,7 +321,7 @@ func (c *clientConn) finishResponse(cs *stream, resp *http.Response, ended bool)
 	}
 	c.mu.Unlock()
 	c.afterEnd(cs, a)
-	if settledNow {
+	for range wakes {
 		c.notifyFree()
 	}
 }

@@ -55,9 +55,15 @@ func (c *clientConn) releaseSlot() {
 		c.idleSince = c.now()
 	}
 	closeNow := c.closeIfDoneLocked()
+	dead := c.dead
 	c.mu.Unlock()
 	if closeNow {
 		c.nc.Close()
+	}
+	if dead {
+		// Waiters for a stream look again: this connection will take
+		// none, and its closing may have freed a connection slot.
+		c.notifyFree()
 	}
 }
 
