@@ -120,6 +120,7 @@ type clientConn struct {
 	recvAvail      int32  // connection receive window left
 	recvUnacked    int32  // consumed connection window not yet returned
 	stray          int    // frames for gone streams still allowed
+	unackedResets  int    // streams reset by this side awaiting the PING ack (slots.go)
 	pings          map[[8]byte]chan struct{}
 
 	// settledc is closed when settled becomes true; diedc when dead does.
@@ -364,11 +365,15 @@ const maxWakes = 256
 // roomCountLocked is how many more streams the peer's limit allows beside
 // the open ones and the granted slots; c.mu held.
 func (c *clientConn) roomCountLocked() int {
-	return max(int(min(c.maxStreams, 1<<20))-len(c.streams)-c.reserved, 0)
+	return max(int(min(c.maxStreams, 1<<20))-len(c.streams)-c.unackedResets-c.reserved, 0)
 }
 
 // ping sends a PING and waits for its ack, ctx, or the connection's end.
-func (c *clientConn) ping(ctx context.Context) error {
+func (c *clientConn) ping(ctx context.Context) error { return c.pingWith(ctx, nil) }
+
+// pingWith is ping; before, when set, writes frames to go out with the
+// PING in one flush (under c.wmu).
+func (c *clientConn) pingWith(ctx context.Context, before func()) error {
 	var data [8]byte
 	ch := make(chan struct{})
 	c.mu.Lock()
@@ -393,6 +398,9 @@ func (c *clientConn) ping(ctx context.Context) error {
 		return readErr
 	}
 	c.wmu.Lock()
+	if before != nil && c.werr == nil {
+		before()
+	}
 	c.fr.WritePing(false, data)
 	err := c.flushLocked()
 	c.wmu.Unlock()
@@ -491,5 +499,5 @@ func (c *clientConn) usableLocked() bool {
 // roomLocked reports whether one more stream fits under the peer's limit
 // beside the open streams and n other granted slots; c.mu held.
 func (c *clientConn) roomLocked(n int) bool {
-	return uint64(len(c.streams)+n) < uint64(c.maxStreams)
+	return uint64(len(c.streams)+c.unackedResets+n) < uint64(c.maxStreams)
 }

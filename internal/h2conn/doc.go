@@ -158,6 +158,20 @@
 // replace the MarkDead hook in watch.go); the exported API of this package
 // does not change.
 //
+// # Ferry's own connection (Config.Own)
+//
+// Config.Own selects a second implementation of the same contract that
+// uses only x/net's Framer and hpack (clientconn.go, slots.go, request.go,
+// write.go, read.go, stream.go, flow.go, headers.go, goaway.go), one code
+// path on Go 1.26 and 1.27. It reads the server's SETTINGS itself, so a
+// slot counts against the streams really open and no PING probe, judge or
+// in-use marker is needed; until the first SETTINGS arrive a second slot
+// is provisional (no hook) or refused (hook), as above, and the hook is
+// called once per stream they open up. It is not the default yet: the
+// tests that look inside x/net (its State, reservations, the probe) have
+// still to be rewritten to test behaviour. FERRY_H2_OWN=1 runs this
+// package's and the transport's tests on it.
+//
 // ReplayBody wraps a request body for one attempt so that x/net's Close on
 // an error does not close a body the transport may send again on another
 // connection (replaybody.go).

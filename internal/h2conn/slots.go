@@ -2,7 +2,10 @@ package h2conn
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"golang.org/x/net/http2"
 )
 
 // The own connection's request slots (the package contract's ReserveStream,
@@ -150,4 +153,49 @@ func (c *clientConn) settingsPending() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return !c.settled && !c.dead
+}
+
+// A stream this side resets before the server ended it may still count
+// against the server's limit until the server has read the RST_STREAM:
+// as net/http does, such a reset goes out with a PING, and the stream
+// keeps counting (c.unackedResets) until the PING is acknowledged. A
+// server that never acknowledges it is given up after PingTimeout, so a
+// connection full of unconfirmed resets does not hold requests for good.
+
+// countResetLocked counts cs's reset as unconfirmed if the server had not
+// ended the stream; c.mu held. It reports whether it did.
+func (c *clientConn) countResetLocked(cs *stream) bool {
+	if cs.recvEnded || c.dead {
+		return false
+	}
+	c.unackedResets++
+	return true
+}
+
+// sendCancel resets stream id with CANCEL; confirm sends a PING with it
+// and waits (on a goroutine of its own) for the ack that confirms the
+// reset.
+func (c *clientConn) sendCancel(id uint32, confirm bool) {
+	if !confirm {
+		c.writeReset(id, http2.ErrCodeCancel)
+		return
+	}
+	go c.confirmReset(id)
+}
+
+// confirmReset writes the RST_STREAM and its PING, and stops counting the
+// stream when the ack arrives (or gives up on the connection when it does
+// not within pingTimeout).
+func (c *clientConn) confirmReset(id uint32) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.pingTimeout)
+	defer cancel()
+	err := c.pingWith(ctx, func() { c.fr.WriteRSTStream(id, http2.ErrCodeCancel) })
+	c.mu.Lock()
+	c.unackedResets--
+	c.wake.Broadcast()
+	c.mu.Unlock()
+	if errors.Is(err, context.DeadlineExceeded) {
+		c.closeWith(errPingTimeout)
+	}
+	c.notifyFree()
 }

@@ -145,15 +145,17 @@ func (c *clientConn) cancelStream(cs *stream, err error) {
 	wasOpen := !cs.gone && cs.id != 0
 	var connInc uint32
 	var closeNow bool
+	confirm := false
 	if wasOpen {
 		connInc, closeNow = c.forgetLocked(cs)
 		connInc += c.dropBufferLocked(cs)
 		c.stray += strayPerReset
+		confirm = c.countResetLocked(cs)
 	}
 	c.mu.Unlock()
 	cs.closeBody()
 	if wasOpen {
-		c.writeReset(cs.id, 0x8) // CANCEL
+		c.sendCancel(cs.id, confirm)
 		c.afterForget(connInc, closeNow)
 	}
 }
@@ -287,17 +289,19 @@ func (b *responseBody) Close() error {
 	open := !cs.gone
 	var connInc uint32
 	var closeNow bool
+	confirm := false
 	if open {
 		c.abortLocked(cs, errClosedResponseBody, 0)
 		connInc, closeNow = c.forgetLocked(cs)
 		c.stray += strayPerReset
+		confirm = c.countResetLocked(cs)
 	}
 	connInc += c.dropBufferLocked(cs)
 	cs.bodyErr = errClosedResponseBody
 	c.mu.Unlock()
 	if open {
 		cs.closeBody()
-		c.writeReset(cs.id, 0x8) // CANCEL
+		c.sendCancel(cs.id, confirm)
 		c.afterForget(connInc, closeNow)
 	} else if connInc > 0 {
 		c.writeWindowUpdate(0, connInc)
