@@ -121,6 +121,7 @@ type clientConn struct {
 	recvUnacked    int32  // consumed connection window not yet returned
 	stray          int    // frames for gone streams still allowed
 	unackedResets  int    // streams reset by this side awaiting the PING ack (slots.go)
+	readBefore     uint32 // streams below this ID were opened before a stream frame was read
 	pings          map[[8]byte]chan struct{}
 
 	// settledc is closed when settled becomes true; diedc when dead does.

@@ -156,16 +156,18 @@ func (c *clientConn) settingsPending() bool {
 }
 
 // A stream this side resets before the server ended it may still count
-// against the server's limit until the server has read the RST_STREAM:
-// as net/http does, such a reset goes out with a PING, and the stream
-// keeps counting (c.unackedResets) until the PING is acknowledged. A
+// against the server's limit until the server has read the RST_STREAM,
+// and a server that read nothing since the stream was sent may be dead:
+// as net/http does, when no stream frame was read since the stream was
+// opened, its reset goes out with a PING, and the stream keeps counting
+// (c.unackedResets) until the PING is acknowledged. A
 // server that never acknowledges it is given up after PingTimeout, so a
 // connection full of unconfirmed resets does not hold requests for good.
 
 // countResetLocked counts cs's reset as unconfirmed if the server had not
 // ended the stream; c.mu held. It reports whether it did.
 func (c *clientConn) countResetLocked(cs *stream) bool {
-	if cs.recvEnded || c.dead {
+	if cs.recvEnded || c.dead || cs.id < c.readBefore {
 		return false
 	}
 	c.unackedResets++
