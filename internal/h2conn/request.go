@@ -167,6 +167,11 @@ func (c *clientConn) openStream(cs *stream) error {
 		if err == nil {
 			err = c.flushLocked()
 		}
+		if err == nil && cs.trace != nil && cs.trace.WroteHeaders != nil {
+			// Under the write lock, like WroteHeaderField: the reader
+			// may otherwise fire the response's hooks first.
+			cs.trace.WroteHeaders()
+		}
 		c.wmu.Unlock()
 		if err != nil {
 			c.mu.Lock()
@@ -176,9 +181,6 @@ func (c *clientConn) openStream(cs *stream) error {
 			c.afterForget(connInc, closeNow)
 			c.closeWith(errClientConnLost)
 			return &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: err}
-		}
-		if cs.trace != nil && cs.trace.WroteHeaders != nil {
-			cs.trace.WroteHeaders()
 		}
 		return nil
 	}
