@@ -240,10 +240,11 @@ func (c *Conn) ReserveStream() bool {
 		// connection that stays so).
 		if c.unusableNow() {
 			c.die()
-		} else {
-			c.checkLater(true)
+			return false
 		}
+		c.checkLater(true)
 	}
+	c.refusedFull()
 	return false
 }
 
