@@ -1,0 +1,128 @@
+package h2conn
+
+import (
+	"bytes"
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// TestStreamFreeRefusedWaiterWoken pins the wakeup of a pool waiter that
+// an OnStreamFree call woke but x/net refused. A server allowing 2
+// streams gets requests A and B. A is cancelled before the server sent
+// anything: x/net resets it with a PING and counts it until the ack, which
+// the server holds back. B gets its response head and its body is closed:
+// x/net forgets B at once. Both releases are told now (x/net has room for
+// one stream) and two waiters are woken: the first takes the stream, the
+// second is refused. When the ack frees A's count, A's release was
+// already told: the refused waiter must be called again, or it waits for
+// good (a request that hangs with MaxConnsPerHost; seen as transport's
+// TestH2WaitersWokenForEveryFreedStream failing about 1 in 100).
+func TestStreamFreeRefusedWaiterWoken(t *testing.T) {
+	const maxStreams = 2
+	answerB := make(chan struct{})
+	ackA := make(chan struct{})
+	var idA atomic.Uint32
+	sawB := make(chan struct{})
+	srv := testpeer.StartH2(t, testpeer.H2Script{
+		Settings: []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: maxStreams}},
+		OnHeaders: func(_, stream int, fr *http2.Framer, id uint32) error {
+			switch stream {
+			case 0:
+				idA.Store(id) // A: never answered
+			case 1:
+				close(sawB)
+				<-answerB // B: answered (head only) once A is cancelled
+				var buf bytes.Buffer
+				hpack.NewEncoder(&buf).WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+				return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: buf.Bytes(), EndHeaders: true})
+			}
+			return nil
+		},
+		OnReset: func(_ int, id uint32) {
+			if id == idA.Load() {
+				<-ackA // the PING sent with A's reset is read (and acked) after this
+			}
+		},
+	})
+	defer func() {
+		select {
+		case <-ackA:
+		default:
+			close(ackA)
+		}
+	}()
+	c, err := NewClientConn(dialH2(t, srv.Addr(), false), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	calls := make(chan struct{}, 64)
+	c.OnStreamFree(func() { calls <- struct{}{} })
+	waitFor(t, "the server's SETTINGS known", c.peerLimitKnown)
+	drain := func() {
+		for {
+			select {
+			case <-calls:
+			default:
+				return
+			}
+		}
+	}
+	called := func(what string) {
+		t.Helper()
+		select {
+		case <-calls:
+		case <-time.After(5 * time.Second):
+			t.Fatal(what)
+		}
+	}
+
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	if !c.ReserveStream() || !c.ReserveStream() {
+		t.Fatal("no two streams")
+	}
+	doneA := goRoundTrip(c, newRequest(t, "GET", "http://"+srv.Addr()+"/a", nil).WithContext(ctxA))
+	waitFor(t, "A at the server", func() bool { return idA.Load() != 0 })
+	gotB := make(chan error, 1)
+	var closeB func() error
+	go func() {
+		resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+srv.Addr()+"/b", nil))
+		if err == nil {
+			closeB = resp.Body.Close
+		}
+		gotB <- err
+	}()
+	<-sawB // B's HEADERS sent before A's reset: x/net pings with it only then
+	cancelA()
+	<-doneA
+	close(answerB)
+	if err := <-gotB; err != nil {
+		t.Fatalf("B: %v", err)
+	}
+	drain()
+	closeB()
+	called("no call after the releases")
+	called("the lag watcher did not tell A's release")
+	if !c.ReserveStream() {
+		t.Fatal("first woken waiter: no stream")
+	}
+	defer c.ReleaseStream()
+	if c.ReserveStream() {
+		c.ReleaseStream()
+		t.Fatal("second woken waiter got a stream while x/net still counted A's reset")
+	}
+	drain()
+	close(ackA)
+	called("x/net freed A's stream but the refused waiter was never woken")
+	if !c.ReserveStream() {
+		t.Fatal("the refused waiter, woken, found no stream")
+	}
+	c.ReleaseStream()
+}
