@@ -85,8 +85,9 @@ func (c *Conn) watchLater() {
 // acknowledgement, cleanup on x/net's goroutine) can wake more waiters
 // than x/net has room for. The waiter refused then is the wakeup of the
 // stream x/net frees later, which nobody would otherwise tell the hook of
-// (transport's TestH2WaitersWokenForEveryFreedStream failed about 1 in 100
-// so: 4 releases, 4 calls, x/net still counting one stream when the fourth
+// (TestStreamFreeRefusedWaiterWoken; transport's
+// TestH2WaitersWokenForEveryFreedStream failed about 1 in 100 so: 4
+// releases, 4 calls, x/net still counting one stream when the fourth
 // waiter asked). So a refusal with a hook set is
 // owed a call, through the lag watcher, once x/net has room. On a
 // connection full of our own streams this only makes the watcher poll
