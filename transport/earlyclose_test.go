@@ -171,10 +171,18 @@ func (e *earlyCloseRequest) settle(t *testing.T, srv *testServer) (kept bool) {
 // connection exactly when it was kept.
 func checkSettled(t *testing.T, tr *Transport, srv *testServer, kept bool) {
 	t.Helper()
-	st := tr.Stats()
 	wantIdle := 0
 	if kept {
 		wantIdle = 1
+	}
+	// The server can see a closed connection before the closing goroutine
+	// has counted it down: wait for the counts to settle, then check them.
+	st := tr.Stats()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); st = tr.Stats() {
+		if st.Conns.IdleH1 == wantIdle && (!countStats || st.Conns.OpenH1 == wantIdle) {
+			break
+		}
+		time.Sleep(time.Millisecond)
 	}
 	if st.Conns.IdleH1 != wantIdle {
 		t.Errorf("IdleH1 = %d, want %d", st.Conns.IdleH1, wantIdle)
