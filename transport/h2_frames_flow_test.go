@@ -150,12 +150,8 @@ func TestH2FramesGoAwayMidFlight(t *testing.T) {
 			Serve: func(p *testpeer.H2Peer) {
 				peers.add(p)
 				if p.N != 0 {
-					for {
-						id, ok := p.NextStream(h2FrameHang)
-						if !ok || p.OK(id, "retried") != nil {
-							return
-						}
-					}
+					h2FrameAnswerRetried(p)
+					return
 				}
 				ids, ok := h2FrameWarmThenStreams(p, 4, seen)
 				if !ok {

@@ -30,12 +30,8 @@ func h2FrameGoAwayThenClose(t *testing.T, rt http.RoundTripper, code http2.ErrCo
 		Serve: func(p *testpeer.H2Peer) {
 			peers.add(p)
 			if p.N != 0 {
-				for {
-					id, ok := p.NextStream(h2FrameHang)
-					if !ok || p.OK(id, "retried") != nil {
-						return
-					}
-				}
+				h2FrameAnswerRetried(p)
+				return
 			}
 			ids, ok := h2FrameWarmThenStreams(p, 3, seen)
 			if !ok {
@@ -75,4 +71,15 @@ func TestH2FramesGoAwayErrorThenClose(t *testing.T) {
 		}
 		t.Logf("%s: %v; client frames: %s", side, out, peers.counts())
 	})
+}
+
+// h2FrameAnswerRetried serves a connection dialled after the first: it
+// answers every stream with "retried" until the client closes it.
+func h2FrameAnswerRetried(p *testpeer.H2Peer) {
+	for {
+		id, ok := p.NextStream(h2FrameHang)
+		if !ok || p.OK(id, "retried") != nil {
+			return
+		}
+	}
 }
