@@ -237,6 +237,9 @@ func (c *clientConn) writeData(cs *stream, p []byte, end bool) error {
 		p = p[n:]
 		last := end && len(p) == 0
 		c.wmu.Lock()
+		if last {
+			c.endingLocked(cs)
+		}
 		if c.werr == nil {
 			if err := c.fr.WriteData(cs.id, last, chunk); err != nil {
 				c.werr = err
@@ -267,6 +270,7 @@ func (c *clientConn) writeTrailers(cs *stream) error {
 	maxFrame := c.peerMaxFrame
 	c.mu.Unlock()
 	c.wmu.Lock()
+	c.endingLocked(cs)
 	c.hbuf.Reset()
 	for k, vv := range cs.req.Trailer {
 		lk := lowerKey(k)
@@ -285,10 +289,24 @@ func (c *clientConn) writeTrailers(cs *stream) error {
 	return err
 }
 
-// sentEndOf records that END_STREAM went out for cs.
-func (c *clientConn) sentEndOf(cs *stream) {
+// endingLocked records, with c.wmu held and before the frame carrying
+// cs's END_STREAM is written, that the request side ends. The server may
+// answer that frame, and the reader end the stream, before the write
+// returns here: the stream must then already count as closed both ways,
+// or a Close of the response body would reset it with CANCEL where
+// net/http, which resets only a stream whose END_STREAM it did not send,
+// does not. sentEndOf forgets the stream after the write if the reader
+// did not.
+func (c *clientConn) endingLocked(cs *stream) {
 	c.mu.Lock()
 	cs.sentEnd = true
+	c.mu.Unlock()
+}
+
+// sentEndOf forgets cs, once END_STREAM went out, if the server has
+// ended it too and the reader did not forget it.
+func (c *clientConn) sentEndOf(cs *stream) {
+	c.mu.Lock()
 	var connInc uint32
 	var closeNow, forgot bool
 	if cs.recvEnded && !cs.gone {
