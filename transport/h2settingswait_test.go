@@ -28,6 +28,15 @@ func settingsWaitServer(t *testing.T) (s *testpeer.H2Server, arrived, releaseA c
 			return testpeer.H2OK(fr, id)
 		},
 	})
+	// Registered after StartH2's, so it runs first: a test that failed
+	// before releasing A must not leave the server's close waiting on A.
+	t.Cleanup(func() {
+		select {
+		case <-releaseA:
+		default:
+			close(releaseA)
+		}
+	})
 	return s, arrived, releaseA
 }
 
