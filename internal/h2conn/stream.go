@@ -176,15 +176,7 @@ func (c *clientConn) endRecvLocked(cs *stream) endActs {
 		if cs.remain > 0 {
 			cs.bodyErr = io.ErrUnexpectedEOF
 		} else {
-			if len(cs.trailer) > 0 && cs.resp != nil {
-				if cs.resp.Trailer == nil {
-					cs.resp.Trailer = make(http.Header, len(cs.trailer))
-				}
-				for k, v := range cs.trailer {
-					cs.resp.Trailer[k] = v
-				}
-			}
-			cs.bodyErr = io.EOF
+			cs.bodyErr = io.EOF // the trailers reach resp.Trailer at the body's EOF
 		}
 	}
 	cs.cond.Broadcast()
@@ -258,6 +250,7 @@ func (b *responseBody) Read(p []byte) (int, error) {
 		var err error
 		if cs.off == len(cs.buf) && cs.bodyErr == io.EOF {
 			err = io.EOF
+			copyTrailerLocked(cs)
 		}
 		c.mu.Unlock()
 		if connInc > 0 || streamInc > 0 {
@@ -269,9 +262,29 @@ func (b *responseBody) Read(p []byte) (int, error) {
 		return n, err
 	}
 	err := cs.bodyErr
+	if err == io.EOF {
+		copyTrailerLocked(cs)
+	}
 	c.mu.Unlock()
 	c.releaseSlotOf(cs)
 	return 0, err
+}
+
+// copyTrailerLocked puts the received trailers into resp.Trailer; c.mu
+// held. It runs on the goroutine that reads the body, when a Read returns
+// io.EOF, so the caller's map is written only by the caller's own Read
+// (net/http's contract: resp.Trailer holds the values after EOF), never by
+// the frame reader while the caller looks at it.
+func copyTrailerLocked(cs *stream) {
+	if len(cs.trailer) == 0 || cs.resp == nil {
+		return
+	}
+	if cs.resp.Trailer == nil {
+		cs.resp.Trailer = make(http.Header, len(cs.trailer))
+	}
+	for k, v := range cs.trailer {
+		cs.resp.Trailer[k] = v
+	}
 }
 
 // Close ends the stream (with RST_STREAM CANCEL if the server has not
