@@ -171,13 +171,9 @@ func TestOwnFramesConnectionErrors(t *testing.T) {
 // that request only.
 func TestOwnFramesResetOneOfMany(t *testing.T) {
 	c, _ := hostileConn(t, Config{}, testpeer.H2HostileScript{Serve: func(p *testpeer.H2Peer) {
-		var ids []uint32
-		for range 3 {
-			id, ok := p.NextStream(5 * time.Second)
-			if !ok {
-				return
-			}
-			ids = append(ids, id)
+		ids, ok := p.NextStreams(3, 5*time.Second)
+		if !ok {
+			return
 		}
 		for _, id := range ids {
 			if id == 3 {
@@ -255,13 +251,8 @@ func TestOwnFramesPingAndSettingsFlood(t *testing.T) {
 // processed), and the connection takes no new stream.
 func TestOwnFramesGoAwayMidFlight(t *testing.T) {
 	c, _ := hostileConn(t, Config{}, testpeer.H2HostileScript{Serve: func(p *testpeer.H2Peer) {
-		var ids []uint32
-		for range 3 {
-			id, ok := p.NextStream(5 * time.Second)
-			if !ok {
-				return
-			}
-			ids = append(ids, id)
+		if _, ok := p.NextStreams(3, 5*time.Second); !ok {
+			return
 		}
 		p.Write(func(fr *http2.Framer) error { return fr.WriteGoAway(3, http2.ErrCodeNo, nil) })
 		p.OK(1, "one")

@@ -296,6 +296,20 @@ func (p *H2Peer) NextStream(timeout time.Duration) (id uint32, ok bool) {
 	}
 }
 
+// NextStreams waits for the next n request HEADERS, each up to timeout,
+// and returns their stream ids in arrival order; ok is false if the
+// connection ended or a stream did not come in time.
+func (p *H2Peer) NextStreams(n int, timeout time.Duration) (ids []uint32, ok bool) {
+	for len(ids) < n {
+		id, ok := p.NextStream(timeout)
+		if !ok {
+			return ids, false
+		}
+		ids = append(ids, id)
+	}
+	return ids, true
+}
+
 // Closed is closed once the client closed the connection (or it failed).
 func (p *H2Peer) Closed() <-chan struct{} { return p.closed }
 
