@@ -11,11 +11,7 @@ import (
 
 // GOAWAY followed by the server closing the connection, the way a server
 // shuts down (the GOAWAY left open is TestH2FramesGoAwayMidFlight).
-// Harness in h2_frames_test.go. The same with NO_ERROR naming the first
-// of the three streams (below 1: it is answered, the two above retried)
-// is not here: ferry today fails that first request about once in 50
-// runs ("http2: client connection force closed via ClientConn.Close")
-// where net/http never does; it is the coordinator's to file.
+// Harness in h2_frames_test.go.
 
 // h2FrameGoAwayThenClose warms a connection, takes three GETs in flight,
 // sends GOAWAY with code naming the stream below (the warm-up's when
@@ -82,4 +78,31 @@ func h2FrameAnswerRetried(p *testpeer.H2Peer) {
 			return
 		}
 	}
+}
+
+// TestH2FramesGoAwayNoErrorThenClose: a graceful shutdown. GOAWAY
+// (NO_ERROR) names the first of three GETs in flight; the server answers
+// it and closes the connection at once. The first keeps its answer (the
+// close after its END_STREAM must not fail it, nor the resets of the
+// streams above), the two above it are retried once on a new connection.
+// net/http built with Go 1.27 loses the first answer now and then
+// ("client connection force closed"; about 1 run in 150 on loopback), so
+// its side is only logged on Go 1.27.
+func TestH2FramesGoAwayNoErrorThenClose(t *testing.T) {
+	h2FrameRun(t, nil, func(t *testing.T, side string, rt http.RoundTripper) {
+		out, peers, s := h2FrameGoAwayThenClose(t, rt, http2.ErrCodeNo, 1)
+		if side == "nethttp" && netHTTP127 {
+			t.Logf("%s: %v; client frames: %s", side, out, peers.counts())
+			return
+		}
+		out[0].check(t, "the last stream id", `200 "below"`)
+		for _, o := range out[1:] {
+			o.check(t, "above the last stream id", `200 "retried"`)
+		}
+		peers.checkConns(t, side, s, 2)
+		if _, later := peers.served(); later != 2 {
+			t.Errorf("%d requests on later connections, want the two above once each: %s", later, peers.counts())
+		}
+		t.Logf("%s: %v; client frames: %s", side, out, peers.counts())
+	})
 }
