@@ -105,6 +105,7 @@ func awaitSignal(t *testing.T, what string, ch <-chan struct{}) {
 }
 
 func TestReservedStreamRefusedOnFullConnKeepsConn(t *testing.T) {
+	xnetOnly(t)
 	tests := []struct {
 		name string
 		// lowerLimit: the server answers the first request by lowering
@@ -217,6 +218,7 @@ func TestReservedStreamRefusedOnFullConnKeepsConn(t *testing.T) {
 // the request's context is cancelled: RoundTrip must then return, and
 // report the refusal (before, it stayed blocked in State).
 func TestRefusalJudgedWithoutWaitingForStuckWrite(t *testing.T) {
+	xnetOnly(t)
 	srv := testpeer.StartH2(t, testpeer.H2Script{
 		Settings: []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 2}},
 		OnHeaders: func(_, stream int, fr *http2.Framer, id uint32) error {

@@ -251,3 +251,14 @@ type roundTripResult struct {
 	resp *http.Response
 	err  error
 }
+
+// xnetOnly skips a test that pins a mechanism of x/net's client connection
+// (its reservation counts, its State, the in-use marker) when the tests run
+// on the own connection (FERRY_H2_OWN=1), which has none of them. These
+// tests go with the x/net path.
+func xnetOnly(t testing.TB) {
+	t.Helper()
+	if ownDefault {
+		t.Skip("tests x/net's client connection, which the own connection replaces")
+	}
+}

@@ -101,6 +101,7 @@ func TestPinnedXnetIsChecked(t *testing.T) {
 // list, such as a test binary) only when it is kept-alive without a strict
 // limit, the kind whose fallback is harmless.
 func TestMarkInUseGate(t *testing.T) {
+	xnetOnly(t)
 	for _, built := range []struct {
 		name string
 		x    xnetBuilt

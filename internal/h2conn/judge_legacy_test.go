@@ -22,6 +22,7 @@ import (
 // x/net's State, which waits for the stuck write lock, so it never gets to
 // the PING.
 func TestFullConnGivenUpWhileResetWriteStuck(t *testing.T) {
+	xnetOnly(t)
 	srv := testpeer.StartH2(t, testpeer.H2Script{
 		Settings: []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 1}},
 		OnHeaders: func(_, stream int, fr *http2.Framer, id uint32) error {

@@ -44,6 +44,7 @@ func reserveHeld(c *Conn) (proceed chan struct{}, got <-chan bool) {
 // Either way, once everything is given back, x/net must count no
 // reservation and grant what the server allows.
 func TestReleaseDuringReserveKeepsXnetCount(t *testing.T) {
+	xnetOnly(t)
 	const maxStreams = 2
 	for _, tt := range []struct {
 		name string
