@@ -3,6 +3,7 @@ package h2conn
 import (
 	"io"
 	"net/http"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -51,7 +52,7 @@ func bodyCloseRaces(t *testing.T, wantAlive bool) {
 			if i%2 == 0 {
 				// Let the reader usually reach EOF first.
 				for j := 0; j < 50; j++ {
-					_ = resp.Body.(*streamBody).released.Load()
+					runtime.Gosched()
 				}
 			}
 			closeErr = resp.Body.Close()
@@ -60,13 +61,10 @@ func bodyCloseRaces(t *testing.T, wantAlive bool) {
 		if closeErr != nil {
 			t.Errorf("round %d: Close: %v", i, closeErr)
 		}
-		c.mu.Lock()
-		busy, dead := c.busy, c.dead
-		c.mu.Unlock()
-		if busy != 0 {
-			t.Fatalf("round %d: busy %d after Read and Close", i, busy)
+		if _, idle := c.IdleSince(); !idle {
+			t.Fatalf("round %d: slot still in use after Read and Close", i)
 		}
-		if dead {
+		if !c.Usable() {
 			if wantAlive {
 				t.Fatalf("round %d: connection dead after Read and Close", i)
 			}
@@ -96,25 +94,17 @@ func TestBodyCloseAfterEOF(t *testing.T) {
 		if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "hello" {
 			t.Fatalf("round %d: read %q, %v", i, b, err)
 		}
-		c.mu.Lock()
-		busy := c.busy
-		c.mu.Unlock()
-		if busy != 0 {
+		if _, idle := c.IdleSince(); !idle {
 			t.Fatalf("round %d: slot still busy after EOF", i)
-		}
-		if !c.cc.CanTakeNewRequest() {
-			t.Fatalf("round %d: x/net still counts the stream after EOF", i)
 		}
 		for j := 0; j < 2; j++ {
 			if err := resp.Body.Close(); err != nil {
 				t.Fatalf("round %d: Close %d: %v", i, j, err)
 			}
 		}
-		c.mu.Lock()
-		busy = c.busy
-		c.mu.Unlock()
-		if busy != 0 {
-			t.Fatalf("round %d: busy %d after Close (released twice?)", i, busy)
+		// A slot released twice leaves the count below zero: not idle.
+		if _, idle := c.IdleSince(); !idle {
+			t.Fatalf("round %d: not idle after Close (released twice?)", i)
 		}
 	}
 }

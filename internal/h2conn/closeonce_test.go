@@ -18,10 +18,12 @@ func (b *countingBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
-// TestCloseOnceUnderConcurrentRelease: x/net's response body is closed exactly once, whether
-// the stream body closed it at EOF (no request body) or the caller's Close
-// does (the body was not read to its end, or a request body was sent), and
-// the caller's Close returns nil and leaves the slot free.
+// TestCloseOnceUnderConcurrentRelease: the caller's Close returns nil, a
+// second Close too, and the slot is free and the connection usable after
+// them. On x/net's connection its response body is closed exactly once,
+// whether the stream body closed it at EOF (no request body) or the
+// caller's Close does (the body was not read to its end, or a request body
+// was sent).
 func TestCloseOnceUnderConcurrentRelease(t *testing.T) {
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -44,12 +46,13 @@ func TestCloseOnceUnderConcurrentRelease(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		sb, ok := resp.Body.(*streamBody)
-		if !ok {
-			t.Fatalf("%s: body %T, want *streamBody", tc.name, resp.Body)
+		// On x/net's connection the body it wraps is counted; the own
+		// connection has no body underneath.
+		var counted *countingBody
+		if sb, ok := resp.Body.(*streamBody); ok {
+			counted = &countingBody{ReadCloser: sb.body}
+			sb.body = counted
 		}
-		counted := &countingBody{ReadCloser: sb.body}
-		sb.body = counted
 		if tc.readToEOF {
 			if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "hello" {
 				t.Fatalf("%s: read %q, %v", tc.name, b, err)
@@ -67,14 +70,14 @@ func TestCloseOnceUnderConcurrentRelease(t *testing.T) {
 		if tc.readToEOF && tc.reqBody == nil {
 			want = 1 // closed at EOF; the caller's Closes are not passed on
 		}
-		if counted.closes != want {
+		if counted != nil && counted.closes != want {
 			t.Errorf("%s: x/net body closed %d times, want %d", tc.name, counted.closes, want)
 		}
-		c.mu.Lock()
-		busy := c.busy
-		c.mu.Unlock()
-		if busy != 0 {
-			t.Errorf("%s: %d slots busy after Close", tc.name, busy)
+		if _, idle := c.IdleSince(); !idle {
+			t.Errorf("%s: slot still in use after Close", tc.name)
+		}
+		if !c.Usable() {
+			t.Errorf("%s: connection unusable after Close", tc.name)
 		}
 	}
 }
