@@ -406,7 +406,7 @@ func TestGoAwayMidFlight(t *testing.T) {
 	}
 	shutdownDone := make(chan error, 1)
 	go func() { shutdownDone <- s.srv.Shutdown(context.Background()) }()
-	waitFor(t, "GOAWAY to reach the client", func() bool { return !c.cc.CanTakeNewRequest() })
+	waitFor(t, "GOAWAY to reach the client", func() bool { return goAwaySeen(c) })
 
 	_, err := c.RoundTrip(newRequest(t, "GET", s.url("/late"), nil))
 	if !IsRetryable(err) {
@@ -576,7 +576,7 @@ func TestReleaseStream(t *testing.T) {
 			t.Fatal("second reservation beyond MaxConcurrentStreams=1")
 		}
 		c.ReleaseStream()
-		waitFor(t, "the x/net reservation to be given back", func() bool { return c.cc.State().StreamsReserved == 0 && c.cc.State().StreamsActive == 0 })
+		waitFor(t, "the x/net reservation to be given back", func() bool { return xnetStreamsSettled(c) })
 	}
 	c.ReleaseStream() // nothing reserved: no effect
 	if _, idle := c.IdleSince(); !idle {

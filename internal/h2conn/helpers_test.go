@@ -262,3 +262,25 @@ func xnetOnly(t testing.TB) {
 		t.Skip("tests x/net's client connection, which the own connection replaces")
 	}
 }
+
+// xnetStreamsSettled reports whether x/net's client connection counts no
+// stream reserved or active (a reservation given back by ReleaseStream, or
+// a stream reset, leaves its count a little later). The own connection
+// counts its streams where Conn does: always true there.
+func xnetStreamsSettled(c *Conn) bool {
+	if c.cc == nil {
+		return true
+	}
+	st := c.cc.State()
+	return st.StreamsReserved == 0 && st.StreamsActive == 0
+}
+
+// goAwaySeen reports whether c has read the server's GOAWAY. Usable says so
+// on the own connection; on x/net's, Usable stays true while a slot is in
+// use, so x/net is asked.
+func goAwaySeen(c *Conn) bool {
+	if c.cc == nil {
+		return !c.Usable()
+	}
+	return !c.cc.CanTakeNewRequest()
+}
