@@ -1,6 +1,7 @@
 package h2conn
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -126,7 +127,9 @@ func closeAfterPreface(t *testing.T, release <-chan struct{}) string {
 
 // TestNeverUsedClosedConnIsDead: a connection that closed before its first
 // request went out fails that request with x/net's "could not be
-// established" (final, as in net/http), and must then stop taking requests.
+// established" (final, as in net/http) on x/net's connection, and as not
+// processed (ReasonConnUnusable) on the own one, and must then stop taking
+// requests.
 // x/net itself still offers such a connection to new requests (it keeps a
 // closed, never-used connection in its pool until a five-second timer
 // reports it, so that the error reaches a caller); its own pool drops it on
@@ -157,10 +160,17 @@ func TestNeverUsedClosedConnIsDead(t *testing.T) {
 			if !reserved {
 				t.Fatal("no first stream")
 			}
-			waitFor(t, "x/net to see the close", func() bool { return c.cc.State().Closed })
+			waitFor(t, "the client to see the close", func() bool { return connClosedSeen(c) })
 			_, err = c.RoundTrip(newRequest(t, "GET", "http://"+addr+"/", nil))
-			// The same text in both modes (net/http's own client has it).
-			if err == nil || err.Error() != errTextNotEstablished || IsRetryable(err) {
+			if c.cc == nil {
+				// The own connection says what happened: the request
+				// was not sent on a connection that is unusable.
+				var np *NotProcessedError
+				if !errors.As(err, &np) || np.Reason != ReasonConnUnusable || !np.BodyUnread {
+					t.Fatalf("err = %v, want NotProcessedError ReasonConnUnusable with BodyUnread", err)
+				}
+			} else if err == nil || err.Error() != errTextNotEstablished || IsRetryable(err) {
+				// The same text in both modes (net/http's own client has it).
 				t.Fatalf("err = %v, want x/net's final %q", err, errTextNotEstablished)
 			}
 			if c.Usable() {

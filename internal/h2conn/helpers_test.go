@@ -284,3 +284,12 @@ func goAwaySeen(c *Conn) bool {
 	}
 	return !c.cc.CanTakeNewRequest()
 }
+
+// connClosedSeen reports whether c has seen its connection close: x/net's
+// State says so; the own connection stops being usable.
+func connClosedSeen(c *Conn) bool {
+	if c.cc == nil {
+		return !c.Usable()
+	}
+	return c.cc.State().Closed
+}
