@@ -10,23 +10,26 @@ import (
 
 // TestRefusedLastSlotKeepsReleaseTime: IdleSince is when the connection
 // last had no slot in use, as net/http's idle time runs from the end of the
-// connection's last stream. A reservation counts as busy while it is
-// decided, so a granted slot given back meanwhile leaves the connection
-// busy, and the refusal then is what makes it idle. Before the fix a
-// refused slot never moved idleSince, so the connection kept the time it
-// was last idle before that slot was taken: the pool saw it idle for as
-// long as the slot had been in use and could expire it at once, not
-// IdleConnTimeout after its last stream (and GotConn's IdleTime counted
-// the busy time).
+// connection's last stream; a refused reservation does not move it. Before
+// a fix on x/net's connection a refused slot never moved idleSince, so the
+// connection kept the time it was last idle before that slot was taken:
+// the pool saw it idle for as long as the slot had been in use and could
+// expire it at once, not IdleConnTimeout after its last stream (and
+// GotConn's IdleTime counted the busy time).
 //
-// A is granted (the first slot), held for a minute on the fake clock, and
-// given back while B is deciding; B is refused (a second slot before the
-// server's SETTINGS are known, with a hook). The connection is idle since
-// A's release.
+// A is granted (the first slot) and held for a minute on the fake clock;
+// B is refused (a second slot before the server's SETTINGS are known, with
+// a hook); A is given back. The connection is idle since A's release. On
+// x/net's connection a reservation counts as busy while it is decided, so
+// there B also decides while A is given back: the refusal then is what
+// makes the connection idle.
 func TestRefusedLastSlotKeepsReleaseTime(t *testing.T) {
-	srv := testpeer.StartH2(t, testpeer.H2Script{NoPingAck: true})
+	// The server's SETTINGS are held back and the probe's PING is never
+	// acknowledged: the SETTINGS stay unknown.
+	unblock := make(chan struct{})
+	srv := testpeer.StartH2(t, testpeer.H2Script{NoPingAck: true, BeforeSettings: func() { <-unblock }})
+	t.Cleanup(func() { close(unblock) })
 	clk := &fakeClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	// The probe's PING is never acknowledged: the SETTINGS stay unknown.
 	c, err := NewClientConn(dialH2(t, srv.Addr(), false), Config{Clock: clk.now,
 		HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
 	if err != nil {
@@ -35,12 +38,40 @@ func TestRefusedLastSlotKeepsReleaseTime(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	c.OnStreamFree(func() {})
 
+	wantIdleSince := func(what string, released time.Time) {
+		t.Helper()
+		since, idle := c.IdleSince()
+		if !idle {
+			t.Fatalf("%s: not idle with every slot given back", what)
+		}
+		if since.Before(released) {
+			t.Fatalf("%s: IdleSince %v, %v before A was given back (%v): the connection looks idle for the time A was in use", what, since, released.Sub(since), released)
+		}
+	}
+
 	clk.advance(time.Minute)
 	if !c.ReserveStream() { // A
 		t.Fatal("A: no stream")
 	}
 	clk.advance(time.Minute)
+	if c.ReserveStream() { // B
+		t.Fatal("B: a second stream before the server's SETTINGS are known, with a hook")
+	}
+	clk.advance(time.Minute)
 	released := clk.now()
+	c.ReleaseStream() // A
+	clk.advance(time.Second)
+	wantIdleSince("B refused while A held", released)
+
+	if c.cc == nil {
+		return // the own connection decides a reservation under its lock
+	}
+	clk.advance(time.Minute)
+	if !c.ReserveStream() { // A
+		t.Fatal("A: no stream")
+	}
+	clk.advance(time.Minute)
+	released = clk.now()
 	proceed, bGot := reserveHeld(c) // B
 	c.ReleaseStream()               // A, while B is deciding
 	clk.advance(time.Second)
@@ -49,12 +80,5 @@ func TestRefusedLastSlotKeepsReleaseTime(t *testing.T) {
 		t.Fatal("B: a second stream before the server's SETTINGS are known, with a hook")
 	}
 	c.testHookReserving = nil // B has returned: nobody reads it now
-
-	since, idle := c.IdleSince()
-	if !idle {
-		t.Fatal("not idle with every slot given back")
-	}
-	if since.Before(released) {
-		t.Fatalf("IdleSince %v, %v before A was given back (%v): the connection looks idle for the time A was in use", since, released.Sub(since), released)
-	}
+	wantIdleSince("B refused while A was given back", released)
 }
