@@ -10,9 +10,9 @@ import (
 )
 
 // TestPeerProtocolResetRealErrors: peerProtocolReset recognises
-// the errors x/net really returns for an RST_STREAM from the server, before
+// the errors Conn really returns for an RST_STREAM from the server, before
 // the response headers (RoundTrip's error) and after them (the body's
-// Read), in both modes: with Go 1.27 they are net/http's internal
+// Read), on both connections and in both modes of x/net's: with Go 1.27 they are net/http's internal
 // StreamError, which only converts through its As method (errors.AsType
 // must take that path, 6c8cc2b). Only PROTOCOL_ERROR counts. On Go 1.27
 // nothing else observable depends on it (wrapped mode's Usable asks State
@@ -40,7 +40,7 @@ func TestPeerProtocolResetRealErrors(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				resp, err := c.cc.RoundTrip(newRequest(t, "GET", "http://"+rs.Addr()+"/", nil))
+				resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+rs.Addr()+"/", nil))
 				if afterHeaders {
 					if err != nil {
 						t.Fatalf("RoundTrip: %v, want the headers", err)
