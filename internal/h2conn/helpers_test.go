@@ -293,3 +293,15 @@ func connClosedSeen(c *Conn) bool {
 	}
 	return c.cc.State().Closed
 }
+
+// peerSettingsKnown reports whether c knows the server's SETTINGS: on the
+// own connection its frame was processed (or given up on); on x/net's the
+// probe (peersettings.go) settled.
+func peerSettingsKnown(c *Conn) bool {
+	if c.o != nil {
+		c.o.mu.Lock()
+		defer c.o.mu.Unlock()
+		return c.o.settled
+	}
+	return c.peerLimitKnown()
+}

@@ -64,7 +64,7 @@ func TestStreamFreeRefusedWaiterWoken(t *testing.T) {
 	defer c.Close()
 	calls := make(chan struct{}, 64)
 	c.OnStreamFree(func() { calls <- struct{}{} })
-	waitFor(t, "the server's SETTINGS known", c.peerLimitKnown)
+	waitFor(t, "the server's SETTINGS known", func() bool { return peerSettingsKnown(c) })
 	drain := func() {
 		for {
 			select {
@@ -109,18 +109,23 @@ func TestStreamFreeRefusedWaiterWoken(t *testing.T) {
 	drain()
 	closeB()
 	called("no call after the releases")
-	called("the lag watcher did not tell A's release")
+	if c.cc != nil {
+		// x/net's lag watcher tells A's release too (x/net forgot B at
+		// once). The own connection tells a release only when it
+		// leaves room: not A's, still counted.
+		called("the lag watcher did not tell A's release")
+	}
 	if !c.ReserveStream() {
 		t.Fatal("first woken waiter: no stream")
 	}
 	defer c.ReleaseStream()
 	if c.ReserveStream() {
 		c.ReleaseStream()
-		t.Fatal("second woken waiter got a stream while x/net still counted A's reset")
+		t.Fatal("second woken waiter got a stream while A's reset was still counted")
 	}
 	drain()
 	close(ackA)
-	called("x/net freed A's stream but the refused waiter was never woken")
+	called("A's stream was freed but the refused waiter was never woken")
 	if !c.ReserveStream() {
 		t.Fatal("the refused waiter, woken, found no stream")
 	}

@@ -69,7 +69,7 @@ func TestStreamFreeWaitsForPeerSettings(t *testing.T) {
 	}
 	srv.sendSettings()
 	<-called // the hook runs once the limit is known
-	for !c.peerLimitKnown() {
+	for !peerSettingsKnown(c) {
 		<-called // a lag-watcher call may come first; the next one follows
 	}
 	got := 1
