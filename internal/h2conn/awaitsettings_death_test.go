@@ -2,7 +2,10 @@ package h2conn
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,20 +33,36 @@ func TestAwaitPeerSettingsEndsAtDeath(t *testing.T) {
 	}
 	goaway := make(chan struct{})
 	arrived := make(chan struct{}, 1)
-	srv := testpeer.StartH2(t, testpeer.H2Script{
-		NoPingAck: true,
-		OnHeaders: func(_, stream int, fr *http2.Framer, id uint32) error {
-			arrived <- struct{}{}
-			<-goaway
-			return fr.WriteGoAway(id, http2.ErrCodeNo, nil)
-		},
+	onHeaders := func(fr *http2.Framer, id uint32) error {
+		arrived <- struct{}{}
+		<-goaway
+		return fr.WriteGoAway(id, http2.ErrCodeNo, nil)
+	}
+	var addr string
+	if ownDefault {
+		// The own connection knows the SETTINGS once their frame is
+		// read: this server never sends them.
+		addr = startNoSettingsServer(t, onHeaders)
+	} else {
+		srv := testpeer.StartH2(t, testpeer.H2Script{
+			NoPingAck: true,
+			OnHeaders: func(_, _ int, fr *http2.Framer, id uint32) error { return onHeaders(fr, id) },
+		})
+		addr = srv.Addr()
+	}
+	t.Cleanup(func() {
+		select {
+		case <-goaway:
+		default:
+			close(goaway)
+		}
 	})
-	c, err := NewClientConn(dialH2(t, srv.Addr(), false), Config{HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
+	c, err := NewClientConn(dialH2(t, addr, false), Config{HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.OnStreamFree(func() {})
-	aDone := goRoundTrip(c, newRequest(t, "GET", "http://"+srv.Addr()+"/a", nil))
+	aDone := goRoundTrip(c, newRequest(t, "GET", "http://"+addr+"/a", nil))
 	<-arrived
 	if c.ReserveStream() {
 		t.Fatal("a second stream before the server's SETTINGS are known, with a hook")
@@ -75,4 +94,60 @@ func TestAwaitPeerSettingsEndsAtDeath(t *testing.T) {
 	}
 	c.Close()
 	<-aDone
+}
+
+// startNoSettingsServer accepts one cleartext HTTP/2 connection and never
+// sends its SETTINGS: it reads frames, acknowledges the client's SETTINGS,
+// no PING, and hands each request's HEADERS to onHeaders (an error ends the
+// connection). The test's cleanup closes it and waits for its goroutine.
+func startNoSettingsServer(t *testing.T, onHeaders func(fr *http2.Framer, id uint32) error) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // guards conn
+	var conn net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		conn = nc
+		mu.Unlock()
+		defer nc.Close()
+		if _, err := io.ReadFull(nc, make([]byte, len(http2.ClientPreface))); err != nil {
+			return
+		}
+		fr := http2.NewFramer(nc, nc)
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() && fr.WriteSettingsAck() != nil {
+					return
+				}
+			case *http2.HeadersFrame:
+				if onHeaders(fr, f.StreamID) != nil {
+					return
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		if conn != nil {
+			conn.Close()
+		}
+		mu.Unlock()
+		<-done
+	})
+	return ln.Addr().String()
 }
