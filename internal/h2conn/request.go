@@ -51,6 +51,12 @@ func (c *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, c.failBeforeOpen(cs, err)
 	}
 	cs.head = head
+	if err := ctx.Err(); err != nil {
+		// Done already: nothing is sent (as net/http), where the
+		// response could otherwise beat the cancellation, which the
+		// context's AfterFunc below does on a goroutine of its own.
+		return nil, c.failBeforeOpen(cs, err)
+	}
 	if cs.body != nil && c.continueTimeout > 0 && expectsContinue(req) {
 		cs.expect = true
 		cs.on100 = make(chan struct{}, 1)
