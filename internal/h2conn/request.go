@@ -170,13 +170,14 @@ func (c *clientConn) openStream(cs *stream) error {
 
 		c.encodeRequestLocked(cs)
 		err := c.writeHeaderBlockLocked(cs.id, cs.body == nil, maxFrame)
+		if err == nil && cs.trace != nil && cs.trace.WroteHeaders != nil {
+			// Before the flush: once the server has the headers the
+			// reader may fire the response's hooks (a 100 Continue)
+			// before this goroutine goes on.
+			cs.trace.WroteHeaders()
+		}
 		if err == nil {
 			err = c.flushLocked()
-		}
-		if err == nil && cs.trace != nil && cs.trace.WroteHeaders != nil {
-			// Under the write lock, like WroteHeaderField: the reader
-			// may otherwise fire the response's hooks first.
-			cs.trace.WroteHeaders()
 		}
 		c.wmu.Unlock()
 		if err != nil {
