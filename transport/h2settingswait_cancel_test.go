@@ -111,8 +111,8 @@ func TestH2SettingsWaitFoundThenCancelled(t *testing.T) {
 
 // TestH2SettingsWaitCancelledNetHTTP is TestH2SettingsWaitCancelled's
 // scenario against net/http, for comparison: net/http does not wait for
-// the SETTINGS (it sends B on the connection at once, against the limit
-// the server's SETTINGS gave), and B cancelled after writing its headers
+// the SETTINGS (it sends B on the connection at once, under the limit it
+// assumes until they come), and B cancelled after writing its headers
 // ends with context.Canceled; A and C are answered on the one connection.
 func TestH2SettingsWaitCancelledNetHTTP(t *testing.T) {
 	s, arrived, releaseA := settingsWaitServer(t)
@@ -139,8 +139,8 @@ func TestH2SettingsWaitCancelledNetHTTP(t *testing.T) {
 
 // TestH2SettingsWaitLimitOne: with MaxConnsPerHost 1 the connection holds
 // the only slot, so no request leads a dial and none waits in
-// sharedBeforeDial: B waits in the pool until the SETTINGS are known (A's
-// response) and is answered on the same connection. Whether B has queued
+// sharedBeforeDial: B waits in the pool until the SETTINGS are known (the
+// server sends them once A is released) and is answered on the same connection. Whether B has queued
 // before A is released is not forced; both orders must give this outcome.
 func TestH2SettingsWaitLimitOne(t *testing.T) {
 	stressLeakCheck(t, func(t *testing.T) {

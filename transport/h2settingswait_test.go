@@ -12,19 +12,24 @@ import (
 )
 
 // settingsWaitServer is the server of TestH2SecondStreamWaitsForSettingsUnderMaxConns:
-// it acknowledges no PING and holds request A, the first of its first
-// connection (and the reading of that connection), until releaseA is
-// closed, so only A's response proves the SETTINGS.
+// on its first connection it withholds its SETTINGS until request A, the
+// first request of that connection, is at the server, then holds A (and
+// the SETTINGS, and the reading of that connection) until releaseA is
+// closed. It acknowledges no PING, so neither a client that reads the
+// SETTINGS frame itself nor one that learns them from a PING ack or a
+// response knows them before releaseA.
 func settingsWaitServer(t *testing.T) (s *testpeer.H2Server, arrived, releaseA chan struct{}) {
 	arrived, releaseA = make(chan struct{}, 1), make(chan struct{})
 	s = testpeer.StartH2(t, testpeer.H2Script{
 		Settings:  []http2.Setting{{ID: http2.SettingMaxConcurrentStreams, Val: 10}},
 		NoPingAck: true,
-		OnHeaders: func(conn, stream int, fr *http2.Framer, id uint32) error {
-			if conn == 0 && stream == 0 {
+		SettingsAfterHeaders: func(conn int) {
+			if conn == 0 {
 				arrived <- struct{}{}
 				<-releaseA
 			}
+		},
+		OnHeaders: func(conn, stream int, fr *http2.Framer, id uint32) error {
 			return testpeer.H2OK(fr, id)
 		},
 	})
@@ -107,9 +112,10 @@ func checkOneDial(t *testing.T, s *testpeer.H2Server, tr *Transport, why string)
 // connection served every other request while the first waited for its
 // SETTINGS probe, and its requests waited for the server for good.
 //
-// The server never acknowledges PING and holds request A, the first of its
-// first connection, so only A's response proves the SETTINGS (the probe's
-// own limit is an hour). B is sent while A is held; A is answered once B
+// The server withholds its SETTINGS until request A, the first of its
+// first connection, is at the server, then holds both, and never
+// acknowledges PING, so nothing proves the SETTINGS before A is released
+// (the probe's own limit is an hour). B is sent while A is held; A is answered once B
 // waits for the SETTINGS, or once B is answered on a connection of its
 // own (the defect). Both must be answered on one connection that ferry
 // dialled once; B found its stream in the pool and is no dial.

@@ -18,6 +18,15 @@ type H2Script struct {
 	// BeforeSettings, when set, runs after the preface and before the
 	// server's SETTINGS (a test holding them back until it is ready).
 	BeforeSettings func()
+	// SettingsAfterHeaders, when set, holds the server's SETTINGS back
+	// until a request is at the server: it reads the frames of connection
+	// conn up to its first HEADERS without answering any, calls
+	// SettingsAfterHeaders (which may block: a request the server holds
+	// while the client has not had its SETTINGS), then writes the
+	// SETTINGS and handles the frames read so far as usual, that HEADERS
+	// last. A connection that ends before its first HEADERS gets no
+	// SETTINGS and no call.
+	SettingsAfterHeaders func(conn int)
 	// OnHeaders answers a request's HEADERS frame on connection conn (0,
 	// 1, ... in accept order), the stream-th request of that connection.
 	// An error ends the connection. Nil ignores requests.
@@ -53,8 +62,8 @@ type H2Server struct {
 
 // StartH2 starts an H2Server on a loopback port; the test's cleanup closes
 // it and every connection and waits for its goroutines. A test whose
-// BeforeSettings blocks must unblock it in a cleanup registered after
-// StartH2 (cleanups run last-registered first).
+// BeforeSettings or SettingsAfterHeaders blocks must unblock it in a
+// cleanup registered after StartH2 (cleanups run last-registered first).
 func StartH2(t testing.TB, script H2Script) *H2Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -103,50 +112,89 @@ func (s *H2Server) serve(n int, c net.Conn) {
 		s.script.BeforeSettings()
 	}
 	fr := http2.NewFramer(c, c)
+	var early []http2.Frame // read before the SETTINGS were written
+	if s.script.SettingsAfterHeaders != nil {
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			// Kept past the next ReadFrame: the Framer does not reuse
+			// frames, and handle reads none of the payloads that do
+			// share its buffer (only headers, PING data, error codes).
+			early = append(early, f)
+			if _, ok := f.(*http2.HeadersFrame); ok {
+				break
+			}
+		}
+		s.script.SettingsAfterHeaders(n)
+	}
 	if fr.WriteSettings(s.script.Settings...) != nil {
 		return
 	}
-	mutePings := s.script.NoPingAck
-	for k := 0; ; {
-		f, err := fr.ReadFrame()
-		if err != nil {
+	h := h2Handler{s: s, n: n, fr: fr, mutePings: s.script.NoPingAck}
+	for _, f := range early {
+		if h.handle(f) != nil {
 			return
 		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() && fr.WriteSettingsAck() != nil {
-				return
-			}
-		case *http2.PingFrame:
-			if f.IsAck() {
-				continue
-			}
-			s.mu.Lock()
-			s.pings++
-			s.mu.Unlock()
-			if !mutePings && fr.WritePing(true, f.Data) != nil {
-				return
-			}
-		case *http2.RSTStreamFrame:
-			s.mu.Lock()
-			s.resets++
-			s.mu.Unlock()
-			if s.script.MutePingsAfterReset {
-				mutePings = true
-			}
-			if s.script.OnReset != nil {
-				s.script.OnReset(n, f.StreamID)
-			}
-		case *http2.HeadersFrame:
-			s.mu.Lock()
-			s.streams++
-			s.mu.Unlock()
-			if s.script.OnHeaders != nil && s.script.OnHeaders(n, k, fr, f.StreamID) != nil {
-				return
-			}
-			k++
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil || h.handle(f) != nil {
+			return
 		}
 	}
+}
+
+// h2Handler is the state of one H2Server connection's frame handling.
+type h2Handler struct {
+	s         *H2Server
+	n         int // the connection's place in accept order
+	fr        *http2.Framer
+	k         int  // requests handed to OnHeaders so far
+	mutePings bool // PINGs are no longer acknowledged
+}
+
+// handle answers frame f; an error ends the connection.
+func (h *h2Handler) handle(f http2.Frame) error {
+	s := h.s
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if !f.IsAck() {
+			return h.fr.WriteSettingsAck()
+		}
+	case *http2.PingFrame:
+		if f.IsAck() {
+			return nil
+		}
+		s.mu.Lock()
+		s.pings++
+		s.mu.Unlock()
+		if !h.mutePings {
+			return h.fr.WritePing(true, f.Data)
+		}
+	case *http2.RSTStreamFrame:
+		s.mu.Lock()
+		s.resets++
+		s.mu.Unlock()
+		if s.script.MutePingsAfterReset {
+			h.mutePings = true
+		}
+		if s.script.OnReset != nil {
+			s.script.OnReset(h.n, f.StreamID)
+		}
+	case *http2.HeadersFrame:
+		s.mu.Lock()
+		s.streams++
+		s.mu.Unlock()
+		if s.script.OnHeaders != nil {
+			if err := s.script.OnHeaders(h.n, h.k, h.fr, f.StreamID); err != nil {
+				return err
+			}
+		}
+		h.k++
+	}
+	return nil
 }
 
 func (s *H2Server) close() {
