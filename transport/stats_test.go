@@ -84,9 +84,13 @@ func TestStatsHTTP1(t *testing.T) {
 	}
 }
 
-// TestStatsRetry: a server that closes every connection after one response
-// (without saying so) makes the second GET fail on its reused connection;
-// it is retried on a new one, and Retries counts it.
+// TestStatsRetry: a server that answers a connection's first request and
+// closes the connection on reading its second (without saying so) makes
+// the second GET fail on its reused connection; it is retried on a new
+// one, and Retries counts it. The server closes only once the second
+// request is at it: closed after the first response, the client could see
+// the close while the connection is idle and dial for the second GET
+// without a retry.
 func TestStatsRetry(t *testing.T) {
 	skipWithoutCounting(t)
 	s := startRawServer(t, func(c *rawConn) {
@@ -94,6 +98,7 @@ func TestStatsRetry(t *testing.T) {
 			return
 		}
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		c.readRequest() // then closed unanswered
 	})
 	tr := &Transport{}
 	defer tr.CloseIdleConnections()
