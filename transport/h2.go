@@ -139,17 +139,10 @@ func (t *Transport) initH2() {
 		ResponseHeaderTimeout:  t.ResponseHeaderTimeout,
 		// With MaxConnsPerHost a request that finds every connection full
 		// waits in the pool, which each connection wakes when a stream
-		// frees (OnStreamFree in dialAny): x/net's strict mode would let
-		// waiting requests hold stream reservations against the server's
-		// limit.
+		// frees (OnStreamFree in dialAny).
 		Clock: t.h2.clock,
-		Own:   h2Own,
 	}
 }
-
-// h2Own selects h2conn's own HTTP/2 connection (h2conn.Config.Own) for
-// every Transport. Tests only (h2own_env_test.go); false in programs.
-var h2Own bool
 
 // dialAny dials for key with the pool slot the caller holds. It returns an
 // HTTP/1 connection holding the slot, or a shared connection (the slot

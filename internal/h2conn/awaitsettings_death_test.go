@@ -10,27 +10,20 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-
-	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // TestAwaitPeerSettingsEndsAtDeath: AwaitPeerSettings is what a dial's
 // leader waits in, holding a MaxConnsPerHost slot, instead of dialling
 // another connection; a connection that dies meanwhile will never take
 // the stream it waits for, so the wait must end then and the leader dial.
-// Before the fix it waited only for the probe (or a response, or its
-// context): a server that sends GOAWAY while the first request is still in
-// flight and does not acknowledge PING kept the leader waiting for the
-// probe's PingTimeout (15 s by default), a slot held for nothing, where
-// net/http dials a new connection for the request at once.
+// A wait that outlived the GOAWAY would hold a slot for nothing until
+// PingTimeout, where net/http dials a new connection for the request at
+// once.
 //
-// The server holds request A (stream 1) and, when the test says, sends
-// GOAWAY naming stream 1 (A goes on, no new stream); it acknowledges no
-// PING and the probe's limit is an hour.
+// The server never sends its SETTINGS, holds request A (stream 1) and,
+// when the test says, sends GOAWAY naming stream 1 (A goes on, no new
+// stream); PingTimeout is an hour.
 func TestAwaitPeerSettingsEndsAtDeath(t *testing.T) {
-	if !goAwayMarksDead {
-		t.Skip("known issue (CHANGELOG): in wrapped mode (Go 1.27+) x/net hears of the GOAWAY only when the connection closes, so the Conn is not dead and the wait goes on until the probe's PingTimeout; ferry has no notification of it to wait on")
-	}
 	goaway := make(chan struct{})
 	arrived := make(chan struct{}, 1)
 	onHeaders := func(fr *http2.Framer, id uint32) error {
@@ -38,18 +31,9 @@ func TestAwaitPeerSettingsEndsAtDeath(t *testing.T) {
 		<-goaway
 		return fr.WriteGoAway(id, http2.ErrCodeNo, nil)
 	}
-	var addr string
-	if ownDefault {
-		// The own connection knows the SETTINGS once their frame is
-		// read: this server never sends them.
-		addr = startNoSettingsServer(t, onHeaders)
-	} else {
-		srv := testpeer.StartH2(t, testpeer.H2Script{
-			NoPingAck: true,
-			OnHeaders: func(_, _ int, fr *http2.Framer, id uint32) error { return onHeaders(fr, id) },
-		})
-		addr = srv.Addr()
-	}
+	// The connection knows the SETTINGS once their frame is read: this
+	// server never sends them.
+	addr := startNoSettingsServer(t, onHeaders)
 	t.Cleanup(func() {
 		select {
 		case <-goaway:
@@ -89,7 +73,7 @@ func TestAwaitPeerSettingsEndsAtDeath(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("AwaitPeerSettings: %v (still waiting when the hang guard ended)", r.err)
 	}
-	if !c.isDead() {
+	if c.Usable() {
 		t.Fatal("AwaitPeerSettings returned before the GOAWAY made the connection dead")
 	}
 	c.Close()

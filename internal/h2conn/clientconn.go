@@ -42,14 +42,13 @@ const (
 	// strayPerReset what each stream this side reset adds to it.
 	strayAllowance = 4096
 	strayPerReset  = 512
+	// defaultPingTimeout is net/http's default HTTP2Config.PingTimeout: it
+	// bounds this side's PINGs and the wait for the peer's SETTINGS.
+	defaultPingTimeout = 15 * time.Second
 )
 
 // clientPreface starts every HTTP/2 connection from a client.
 const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-
-// ownDefault makes NewClientConn use the own connection when Config.Own
-// is not set. Tests only (export_test.go's setter); false in programs.
-var ownDefault bool
 
 // clientConn is ferry's own HTTP/2 client connection. The exported Conn
 // forwards to it when Config.Own (or the test default) selects it.
@@ -112,6 +111,7 @@ type clientConn struct {
 	goAwayCode     http2.ErrCode
 	goAwayDebug    string
 	settled        bool // the peer's first SETTINGS were processed (or given up on)
+	peerSettings   bool // a SETTINGS frame from the peer was processed
 	maxStreams     uint32
 	peerWindow     int32  // the peer's SETTINGS_INITIAL_WINDOW_SIZE
 	peerMaxFrame   uint32 // the peer's SETTINGS_MAX_FRAME_SIZE
@@ -301,6 +301,7 @@ func (c *clientConn) applySettings(f *http2.SettingsFrame) error {
 	if c.settled {
 		roomBefore = c.roomCountLocked()
 	}
+	c.peerSettings = true
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		switch s.ID {
 		case http2.SettingMaxConcurrentStreams:

@@ -3,8 +3,6 @@ package h2conn
 import (
 	"net/http"
 	"time"
-
-	"golang.org/x/net/http2"
 )
 
 // Config is what a connection takes from ferry's transport settings. The zero
@@ -54,11 +52,6 @@ type Config struct {
 	// connection. It is ORed with HTTP2.StrictMaxConcurrentRequests.
 	StrictMaxConcurrentStreams bool
 
-	// Own selects ferry's own HTTP/2 client connection (clientconn.go and
-	// the files it names) instead of x/net's ClientConn. It goes while the
-	// own connection is being completed; the x/net path is the default.
-	Own bool
-
 	// Clock returns the current time for IdleSince and GotConn's IdleTime.
 	// Nil means time.Now. Give it the idle pool's clock.
 	Clock func() time.Time
@@ -67,34 +60,4 @@ type Config struct {
 // strict reports whether the stream limit is global for this config.
 func (c *Config) strict() bool {
 	return c.StrictMaxConcurrentStreams || (c.HTTP2 != nil && c.HTTP2.StrictMaxConcurrentRequests)
-}
-
-// newTransports builds the x/net transport (linked to a private net/http
-// transport that carries the settings x/net reads from it) for one
-// connection. watch receives x/net's MarkDead notifications.
-func (c *Config) newTransports(watch http2.ClientConnPool) (*http2.Transport, error) {
-	t1 := &http.Transport{
-		MaxResponseHeaderBytes: c.MaxResponseHeaderBytes,
-		DisableCompression:     c.DisableCompression,
-		DisableKeepAlives:      c.DisableKeepAlives,
-		ExpectContinueTimeout:  c.ExpectContinueTimeout,
-		ResponseHeaderTimeout:  c.ResponseHeaderTimeout,
-		// IdleConnTimeout stays zero: the pool expires idle connections
-		// through IdleSince, so x/net must not close them behind its back.
-	}
-	if c.MaxResponseHeaderBytes < 0 {
-		t1.MaxResponseHeaderBytes = 0
-	}
-	if c.HTTP2 != nil {
-		h := *c.HTTP2
-		t1.HTTP2 = &h
-	}
-	t2, err := http2.ConfigureTransports(t1)
-	if err != nil {
-		return nil, err
-	}
-	t2.StrictMaxConcurrentStreams = c.strict()
-	t2.DisableCompression = c.DisableCompression
-	t2.ConnPool = watch
-	return t2, nil
 }

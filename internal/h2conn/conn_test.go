@@ -576,7 +576,9 @@ func TestReleaseStream(t *testing.T) {
 			t.Fatal("second reservation beyond MaxConcurrentStreams=1")
 		}
 		c.ReleaseStream()
-		waitFor(t, "the x/net reservation to be given back", func() bool { return xnetStreamsSettled(c) })
+		if !streamsSettled(c) {
+			t.Fatalf("ReleaseStream %d: the reservation is still counted", i)
+		}
 	}
 	c.ReleaseStream() // nothing reserved: no effect
 	if _, idle := c.IdleSince(); !idle {
@@ -711,9 +713,9 @@ func TestConnectionCloseRequestKnownAtOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The stream is still open and its slot in use: no release
-			// check has run and x/net has not closed the connection.
-			if !c.knownUnusable() {
+			// The stream is still open and its slot in use: the
+			// connection already takes no new stream.
+			if c.Usable() {
 				t.Fatal("ferry does not know that a request asking to close the connection went out")
 			}
 			end()

@@ -1,10 +1,6 @@
 package h2conn
 
-import (
-	"errors"
-
-	"golang.org/x/net/http2"
-)
+import "errors"
 
 // Reason says why a request was not processed by the server.
 type Reason int
@@ -23,10 +19,9 @@ const (
 	// ReasonStreamLimit: the connection was at its concurrent-stream limit
 	// when the request was to go out, although its slot had been granted:
 	// the slot was granted before the server's SETTINGS arrived and they
-	// left no room, or (legacy x/net) the connection filled up after the
-	// reservation, with a stream just reset by a cancelled request (counted
-	// until the server acknowledges the reset) or a server lowering its
-	// limit. Nothing was written and the body was not read. The connection
+	// left no room, or the connection filled up after the reservation, with
+	// a stream just reset by a cancelled request (counted until the server
+	// acknowledges the reset) or a server lowering its limit. Nothing was written and the body was not read. The connection
 	// is still usable: the request should wait for a stream that frees, or
 	// take another connection (which is what net/http 1.26 does, giving
 	// the full connection's MaxConnsPerHost slot back; it does not wait).
@@ -72,8 +67,7 @@ type NotProcessedError struct {
 	// BodyUnread reports that not a byte of the request body was read, so
 	// the same Body can be sent again even without GetBody.
 	BodyUnread bool
-	// Err is the error x/net returned (or this package's, for a request
-	// refused before it reached x/net).
+	// Err is the underlying error, with net/http's text where it has one.
 	Err error
 }
 
@@ -84,7 +78,7 @@ func (e *NotProcessedError) Error() string {
 	return "h2conn: request not processed (" + e.Reason.String() + "), safe to retry: " + e.Err.Error()
 }
 
-// Unwrap returns the x/net error.
+// Unwrap returns the underlying error.
 func (e *NotProcessedError) Unwrap() error { return e.Err }
 
 // IsRetryable reports whether err, from RoundTrip, says that the request may
@@ -96,10 +90,9 @@ func IsRetryable(err error) bool {
 	return errors.As(err, &np)
 }
 
-// The x/net client (and net/http's own HTTP/2 client, which x/net wraps on
-// Go 1.27 and later) reports these conditions with unexported sentinel errors
-// of identical text in both packages; the text is the only thing they share.
-// The tests pin each of them on both toolchains.
+// net/http's HTTP/2 client (and x/net's) reports these conditions with
+// unexported sentinel errors; callers that test them can only compare the
+// text, so the own connection's errors carry the same (goaway.go).
 const (
 	errTextUnusable       = "http2: client conn not usable"
 	errTextGoAway         = "http2: Transport received Server's graceful shutdown GOAWAY"
@@ -109,47 +102,9 @@ const (
 	errTextFromPeer = "received from peer"
 )
 
-// classify wraps a RoundTrip error in *NotProcessedError when the request
-// was not processed (or, ReasonProtocolReset, is retried by the toolchain's
-// net/http), and returns every other error unchanged.
-func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	switch err.Error() {
-	case errTextUnusable:
-		return &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: err}
-	case errTextGoAway:
-		return &NotProcessedError{Reason: ReasonGoAway, Err: err}
-	}
-	// A StreamError from net/http's internal copy converts through its As
-	// method, so this matches in both modes.
-	se, ok := errors.AsType[http2.StreamError](err)
-	if !ok {
-		return err
-	}
-	switch {
-	case se.Code == http2.ErrCodeRefusedStream:
-		return &NotProcessedError{Reason: ReasonRefusedStream, Err: err}
-	case retriesProtocolReset && peerProtocolReset(err):
-		return &NotProcessedError{Reason: ReasonProtocolReset, Err: err}
-	}
-	return err
-}
-
-// peerProtocolReset reports whether err is an RST_STREAM(PROTOCOL_ERROR) the
-// server sent. x/net then stops reusing the connection (doNotReuse) without
-// telling anyone, so ferry marks it dead itself (roundtrip.go). It runs on
-// every response body's end (io.EOF), so it must not allocate: errors.As
-// would (its target escapes), errors.AsType does not (TestPeerProtocolResetNoAlloc).
-func peerProtocolReset(err error) bool {
-	se, ok := errors.AsType[http2.StreamError](err)
-	return ok && se.Code == http2.ErrCodeProtocol && se.Cause != nil && se.Cause.Error() == errTextFromPeer
-}
-
 // ErrResponseHeaderTimeout is returned when Config.ResponseHeaderTimeout
 // passes while a request waits for the server's SETTINGS before it can be
-// sent (a provisional slot, peersettings.go). A net.Error whose Timeout is
+// sent (a provisional slot, slots.go). A net.Error whose Timeout is
 // true, with the text of the error x/net and net/http's HTTP/2 client give
 // when the same timeout passes after the request was written: net/http
 // sends such a request at once and times it out so; ferry holds it until
@@ -161,3 +116,11 @@ type timeoutError struct{ msg string }
 func (e *timeoutError) Error() string   { return e.msg }
 func (e *timeoutError) Timeout() bool   { return true }
 func (e *timeoutError) Temporary() bool { return true }
+
+// errStreamLimit is the error inside the *NotProcessedError for a
+// provisional slot that found the connection at the server's limit.
+var errStreamLimit = errors.New("h2conn: connection is at the server's concurrent-stream limit")
+
+// errRequestCanceled is returned when Request.Cancel fires while a request
+// waits for the server's SETTINGS (net/http's text).
+var errRequestCanceled = errors.New("net/http: request canceled")

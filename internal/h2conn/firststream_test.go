@@ -1,7 +1,6 @@
 package h2conn
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -125,19 +124,11 @@ func closeAfterPreface(t *testing.T, release <-chan struct{}) string {
 	return ln.Addr().String()
 }
 
-// TestNeverUsedClosedConnIsDead: a connection that closed before its first
-// request went out fails that request with x/net's "could not be
-// established" (final, as in net/http) on x/net's connection, and as not
-// processed (ReasonConnUnusable) on the own one, and must then stop taking
-// requests.
-// x/net itself still offers such a connection to new requests (it keeps a
-// closed, never-used connection in its pool until a five-second timer
-// reports it, so that the error reaches a caller); its own pool drops it on
-// that error, and so must this package, or every request in those five
-// seconds would fail the same way. The strict row dates from when
-// strict-limit connections were not marked as in use and kept x/net's
-// timer, so that the death notice came late; with an x/net outside the
-// checked line (nothing is marked, inuse_legacy.go) it still does.
+// TestNeverUsedClosedConnIsDead: a connection that closed before the
+// server's SETTINGS arrived fails its first request with net/http's final
+// "could not be established" (not retryable: net/http does not send it
+// again), and must then stop taking requests, or every request would fail
+// the same way.
 func TestNeverUsedClosedConnIsDead(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -162,16 +153,8 @@ func TestNeverUsedClosedConnIsDead(t *testing.T) {
 			}
 			waitFor(t, "the client to see the close", func() bool { return connClosedSeen(c) })
 			_, err = c.RoundTrip(newRequest(t, "GET", "http://"+addr+"/", nil))
-			if c.cc == nil {
-				// The own connection says what happened: the request
-				// was not sent on a connection that is unusable.
-				var np *NotProcessedError
-				if !errors.As(err, &np) || np.Reason != ReasonConnUnusable || !np.BodyUnread {
-					t.Fatalf("err = %v, want NotProcessedError ReasonConnUnusable with BodyUnread", err)
-				}
-			} else if err == nil || err.Error() != errTextNotEstablished || IsRetryable(err) {
-				// The same text in both modes (net/http's own client has it).
-				t.Fatalf("err = %v, want x/net's final %q", err, errTextNotEstablished)
+			if err == nil || err.Error() != errTextNotEstablished || IsRetryable(err) {
+				t.Fatalf("err = %v, want net/http's final %q", err, errTextNotEstablished)
 			}
 			if c.Usable() {
 				t.Fatalf("connection still usable after %v", err)

@@ -19,6 +19,9 @@ var (
 	errClientConnGotGoAway = errors.New(errTextGoAway)
 	// errClientConnUnusable: the connection could take no new stream.
 	errClientConnUnusable = errors.New(errTextUnusable)
+	// errClientConnNotEstablished: the connection ended before the
+	// server's SETTINGS arrived.
+	errClientConnNotEstablished = errors.New(errTextNotEstablished)
 	// errClientConnLost: the connection failed under a request.
 	errClientConnLost = errors.New("http2: client connection lost")
 	// errClientConnClosed: the connection was closed idle or shut down.

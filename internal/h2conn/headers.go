@@ -298,3 +298,20 @@ func asciiLower(s string) (lower string, ok bool) {
 	}
 	return strings.ToLower(s), true
 }
+
+// asksToClose reports whether req asks to close the connection after it
+// (Request.Close or a "close" token in Connection), after which the
+// connection takes no new stream.
+func asksToClose(req *http.Request) bool {
+	if req.Close {
+		return true
+	}
+	for _, v := range req.Header["Connection"] {
+		for _, tok := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "close") {
+				return true
+			}
+		}
+	}
+	return false
+}

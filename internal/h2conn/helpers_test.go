@@ -252,56 +252,25 @@ type roundTripResult struct {
 	err  error
 }
 
-// xnetOnly skips a test that pins a mechanism of x/net's client connection
-// (its reservation counts, its State, the in-use marker) when the tests run
-// on the own connection (FERRY_H2_OWN=1), which has none of them. These
-// tests go with the x/net path.
-func xnetOnly(t testing.TB) {
-	t.Helper()
-	if ownDefault {
-		t.Skip("tests x/net's client connection, which the own connection replaces")
-	}
+// streamsSettled reports whether c counts no stream reserved or open.
+func streamsSettled(c *Conn) bool {
+	c.o.mu.Lock()
+	defer c.o.mu.Unlock()
+	return c.o.reserved == 0 && len(c.o.streams) == 0
 }
 
-// xnetStreamsSettled reports whether x/net's client connection counts no
-// stream reserved or active (a reservation given back by ReleaseStream, or
-// a stream reset, leaves its count a little later). The own connection
-// counts its streams where Conn does: always true there.
-func xnetStreamsSettled(c *Conn) bool {
-	if c.cc == nil {
-		return true
-	}
-	st := c.cc.State()
-	return st.StreamsReserved == 0 && st.StreamsActive == 0
-}
+// goAwaySeen reports whether c has read the server's GOAWAY (it is no
+// longer usable).
+func goAwaySeen(c *Conn) bool { return !c.Usable() }
 
-// goAwaySeen reports whether c has read the server's GOAWAY. Usable says so
-// on the own connection; on x/net's, Usable stays true while a slot is in
-// use, so x/net is asked.
-func goAwaySeen(c *Conn) bool {
-	if c.cc == nil {
-		return !c.Usable()
-	}
-	return !c.cc.CanTakeNewRequest()
-}
+// connClosedSeen reports whether c has seen its connection close (it is no
+// longer usable).
+func connClosedSeen(c *Conn) bool { return !c.Usable() }
 
-// connClosedSeen reports whether c has seen its connection close: x/net's
-// State says so; the own connection stops being usable.
-func connClosedSeen(c *Conn) bool {
-	if c.cc == nil {
-		return !c.Usable()
-	}
-	return c.cc.State().Closed
-}
-
-// peerSettingsKnown reports whether c knows the server's SETTINGS: on the
-// own connection its frame was processed (or given up on); on x/net's the
-// probe (peersettings.go) settled.
+// peerSettingsKnown reports whether c knows the server's SETTINGS: their
+// frame was processed (or given up on).
 func peerSettingsKnown(c *Conn) bool {
-	if c.o != nil {
-		c.o.mu.Lock()
-		defer c.o.mu.Unlock()
-		return c.o.settled
-	}
-	return c.peerLimitKnown()
+	c.o.mu.Lock()
+	defer c.o.mu.Unlock()
+	return c.o.settled
 }

@@ -77,7 +77,6 @@ func recordedHostileConn(t *testing.T, cfg Config, script testpeer.H2HostileScri
 		t.Fatal(err)
 	}
 	nc := &recordingConn{Conn: raw}
-	cfg.Own = true
 	c, err := NewClientConn(nc, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -16,17 +16,12 @@ import (
 	"time"
 )
 
-// Tests of the own connection (Config.Own) against net/http's HTTP/2
-// server over loopback, TLS and h2c.
+// Tests of the connection against net/http's HTTP/2 server over loopback,
+// TLS and h2c.
 
 func ownConn(t *testing.T, s *testServer, cfg Config) *Conn {
 	t.Helper()
-	cfg.Own = true
-	c := newConn(t, s, cfg)
-	if c.o == nil {
-		t.Fatal("Config.Own did not select the own connection")
-	}
-	return c
+	return newConn(t, s, cfg)
 }
 
 func forBothTransports(t *testing.T, f func(t *testing.T, useTLS bool)) {

@@ -2,6 +2,7 @@ package h2conn
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -9,15 +10,10 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// TestPeerProtocolResetRealErrors: peerProtocolReset recognises
-// the errors Conn really returns for an RST_STREAM from the server, before
+// TestPeerProtocolResetRealErrors: an RST_STREAM from the server, before
 // the response headers (RoundTrip's error) and after them (the body's
-// Read), on both connections and in both modes of x/net's: with Go 1.27 they are net/http's internal
-// StreamError, which only converts through its As method (errors.AsType
-// must take that path, 6c8cc2b). Only PROTOCOL_ERROR counts. On Go 1.27
-// nothing else observable depends on it (wrapped mode's Usable asks State
-// at once and the toolchain does not retry), so only this check fails when
-// the As path is lost there.
+// Read), reaches the caller as an http2.StreamError with the server's
+// code, as callers of net/http test it.
 func TestPeerProtocolResetRealErrors(t *testing.T) {
 	for _, code := range []http2.ErrCode{http2.ErrCodeProtocol, http2.ErrCodeInternal} {
 		for _, afterHeaders := range []bool{false, true} {
@@ -52,8 +48,8 @@ func TestPeerProtocolResetRealErrors(t *testing.T) {
 				if err == nil {
 					t.Fatal("no error from the reset stream")
 				}
-				if got, want := peerProtocolReset(err), code == http2.ErrCodeProtocol; got != want {
-					t.Fatalf("peerProtocolReset(%v (%T)) = %v, want %v", err, err, got, want)
+				if se, ok := errors.AsType[http2.StreamError](err); !ok || se.Code != code {
+					t.Fatalf("error %v (%T), want an http2.StreamError with %v", err, err, code)
 				}
 			})
 		}

@@ -3,8 +3,6 @@ package h2conn
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -87,34 +85,6 @@ func TestProtocolErrorReset(t *testing.T) {
 	}
 }
 
-// TestProtocolResetNeedsCause: only a reset received from the peer counts
-// (retried where the toolchain retries it, and always taken as the end of
-// the connection, peerProtocolReset); the same code with another cause, or
-// none, is x/net's own finding.
-func TestProtocolResetNeedsCause(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-		peer bool
-	}{
-		{"from_peer", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol, Cause: errors.New("received from peer")}, protocolResetRetriedByToolchain, true},
-		{"no_cause", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol}, false, false},
-		{"client_cause", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol, Cause: errTest}, false, false},
-		{"other_code_from_peer", http2.StreamError{StreamID: 1, Code: http2.ErrCodeCancel, Cause: errors.New("received from peer")}, false, false},
-		{"wrapped_from_peer", fmt.Errorf("read: %w", http2.StreamError{StreamID: 1, Code: http2.ErrCodeProtocol, Cause: errors.New("received from peer")}), protocolResetRetriedByToolchain, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := IsRetryable(classify(tc.err)); got != tc.want {
-				t.Fatalf("IsRetryable(classify(%v)) = %v, want %v", tc.err, got, tc.want)
-			}
-			if got := peerProtocolReset(tc.err); got != tc.peer {
-				t.Fatalf("peerProtocolReset(%v) = %v, want %v", tc.err, got, tc.peer)
-			}
-		})
-	}
-}
-
 // TestProtocolResetMidBody: an RST_STREAM(PROTOCOL_ERROR) from the server
 // after the response headers reaches the caller through the body's Read;
 // x/net then stops reusing the connection without telling anyone, so the
@@ -167,16 +137,5 @@ func TestProtocolResetMidBody(t *testing.T) {
 				t.Fatalf("Usable() = %v right after the Read, want %v", c.Usable(), tc.usable)
 			}
 		})
-	}
-}
-
-// TestPeerProtocolResetNoAlloc: every response body's end goes through
-// peerProtocolReset (with io.EOF), so it must not allocate; with errors.As
-// it cost one allocation per HTTP/2 request.
-func TestPeerProtocolResetNoAlloc(t *testing.T) {
-	for _, err := range []error{io.EOF, http2.StreamError{StreamID: 1, Code: http2.ErrCodeCancel}} {
-		if n := testing.AllocsPerRun(100, func() { peerProtocolReset(err) }); n != 0 {
-			t.Errorf("peerProtocolReset(%v) allocates %.0f times, want 0", err, n)
-		}
 	}
 }

@@ -197,6 +197,12 @@ func (c *clientConn) openStream(cs *stream) error {
 // (room aside); c.mu held.
 func (c *clientConn) openableLocked(size uint64) error {
 	if !c.usableLocked() {
+		if c.readErr != nil && !c.peerSettings && !c.goAway {
+			// The connection ended before the server's SETTINGS: it was
+			// never established. As in net/http, the request fails with
+			// that and is not sent again on another connection.
+			return errClientConnNotEstablished
+		}
 		return &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: errClientConnUnusable}
 	}
 	if c.peerMaxHeaders != 0 && size > uint64(c.peerMaxHeaders) {
