@@ -90,7 +90,7 @@
 //     requests take a stream on it while it has one. When every connection
 //     to the origin is at the server's SETTINGS_MAX_CONCURRENT_STREAMS,
 //     another is opened, unless HTTP2.StrictMaxConcurrentRequests makes the
-//     request wait for a stream inside x/net, or MaxConnsPerHost (see
+//     request wait for a stream of the connection, or MaxConnsPerHost (see
 //     below) is reached.
 //   - First dials: concurrent requests that find nothing in the pool for an
 //     origin not known to speak HTTP/1 wait for one dial instead of each
@@ -109,19 +109,15 @@
 //     sent again fails with net/http's "cannot retry" error (wrapping the
 //     stream error), and when the retries run out the last attempt's error
 //     is returned. A request whose granted stream found no room when it was
-//     to go out (the server's SETTINGS arrived after the grant, or, on Go
-//     1.26, a stream just reset by a cancelled request still counted;
-//     nothing sent, body unread) looks again at once, on the same connection
+//     to go out (the server's SETTINGS arrived after the grant, or a stream
+//     just reset by a cancelled request still counted; nothing sent, body
+//     unread) looks again at once, on the same connection
 //     under MaxConnsPerHost or another one; that does not count as a retry.
 //   - Settings: HTTP2 (frame and header table sizes, receive buffers, ping
 //     health checks, WriteByteTimeout, CountError), MaxResponseHeaderBytes,
 //     DisableCompression (transparent gzip as net/http's HTTP/2),
 //     DisableKeepAlives (one request per connection), ExpectContinueTimeout
-//     and ResponseHeaderTimeout apply to HTTP/2 connections. On Go 1.26 a
-//     response header far over MaxResponseHeaderBytes ends the connection
-//     with COMPRESSION_ERROR where net/http reports PROTOCOL_ERROR: x/net
-//     v0.62 rejects it later in decoding (the request fails and the
-//     connection closes in both).
+//     and ResponseHeaderTimeout apply to HTTP/2 connections.
 //   - Idle connections: a shared connection with no stream in use for
 //     IdleConnTimeout is closed by the pool's sweep (no timer per
 //     connection); CloseIdleConnections closes those without streams.
@@ -138,16 +134,15 @@
 //   - MaxConnsPerHost counts each HTTP/2 connection once and is a hard
 //     limit: a request that finds every connection full and the limit
 //     reached waits in the pool, in arrival order and cancellable, and is
-//     woken when a stream frees (a stream x/net still counts, such as a
-//     reset one awaiting its PING acknowledgement, wakes it once x/net has
-//     forgotten it); a second stream on a new connection waits for the
+//     woken when a stream frees (a stream reset by a cancelled request and
+//     awaiting its PING acknowledgement wakes it once acknowledged); a second stream on a new connection waits for the
 //     server's SETTINGS. This differs from net/http on purpose: net/http
 //     1.26 gives a full HTTP/2 connection's slot back and dials another
 //     (10 concurrent requests, 2 streams per connection, MaxConnsPerHost 1:
 //     net/http opens 3 to 5 connections, ferry 1).
 //
-// The HTTP/2 framing is golang.org/x/net/http2, used only through
-// internal/h2conn (on Go 1.27 and later x/net wraps net/http's own client).
+// HTTP/2 is ferry's own client connection, internal/h2conn, framed with
+// golang.org/x/net/http2's Framer and hpack.
 //
 // # HTTP/3
 //

@@ -22,7 +22,7 @@ import (
 // key is h2c), the connection becomes an h2conn.Conn (in an h2Shared, which keeps the
 // socket for the requests' socket options) registered with pool.AddShared.
 // Requests the server provably did not process are retried on another
-// connection (roundTripShared). x/net is used only through internal/h2conn.
+// connection (roundTripShared).
 
 // sharedConn is a pooled connection that serves many requests at once: an
 // *h2Shared (an HTTP/2 connection), or an *altShared around a caller's
@@ -199,8 +199,8 @@ func (t *Transport) dialAny(w *connWait, key connKey, ds *dialState) (*h1Conn, s
 		sc, err := t.sharedBeforeDial(w, f, key)
 		if sc != nil || err != nil {
 			// The stream, if any, is the caller's: given back and taken
-			// again, x/net could count it a moment longer and a
-			// connection be dialled meanwhile. On error (cancelled) the
+			// again, the connection could count it a moment longer and
+			// a connection be dialled meanwhile. On error (cancelled) the
 			// caller's next look in the pool returns it.
 			t.releaseTCPSlot(key)
 			outcome = dialflight.Shared // followers look in the pool too
@@ -349,7 +349,7 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *h
 	sreq := req
 	var rb *h2conn.ReplayBody
 	if o.Body != nil {
-		// x/net closes the body on every error; the wrapper keeps an unread
+		// The connection closes the body on every error; the wrapper keeps an unread
 		// body open until we know whether it is sent again.
 		rb = h2conn.NewReplayBody(o.Body)
 		r2 := *req
@@ -382,9 +382,9 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *h
 		return nil, err
 	}
 	// A granted stream the connection had no room for when the request
-	// was to go out (SETTINGS that arrived after the grant, or, in legacy
-	// x/net, a stream just reset by a cancelled request and counted until
-	// the server acknowledges it) is not a retry: nothing was sent, the
+	// was to go out (SETTINGS that arrived after the grant, or a stream
+	// just reset by a cancelled request and counted until the server
+	// acknowledges it) is not a retry: nothing was sent, the
 	// body is unread and the connection is still usable. The request looks
 	// again at once (it waits for a stream under MaxConnsPerHost, else
 	// takes another connection). Each refusal needs an event after the
