@@ -8,21 +8,18 @@ import (
 	"testing"
 )
 
-// TestBodyCloseRacesEOF: a Read that meets EOF (and closes x/net's body
+// TestBodyCloseRacesEOF: a Read that meets EOF (and releases the slot
 // there) and the caller's Close run on two goroutines, on a server that
 // allows one stream at a time. Close returns nil and the slot is released
 // exactly once. Run with -race. (That the connection also stays alive is
-// TestBodyCloseRacesEOFKeepsConn, skipped: see there.)
+// TestBodyCloseRacesEOFKeepsConn.)
 func TestBodyCloseRacesEOF(t *testing.T) {
 	bodyCloseRaces(t, false)
 }
 
 // TestBodyCloseRacesEOFKeepsConn is TestBodyCloseRacesEOF that also
-// wants the connection alive after every round. Seen failing once (round
-// 112 of 200, loaded -race run): confirmUnusable read State, then
-// CanTakeNewRequest, and a reservation between the two made a live
-// connection look dead; it now reads State again. A Close racing Read's
-// close at EOF also waits for x/net again (closedAtEOF is set after it).
+// wants the connection alive after every round: a Close racing Read's
+// release at EOF must not make a live connection look dead.
 func TestBodyCloseRacesEOFKeepsConn(t *testing.T) {
 	bodyCloseRaces(t, true)
 }

@@ -13,7 +13,7 @@ import (
 
 // TestCancelledContextSendsNothing: a RoundTrip whose context is done
 // before it starts fails with the context's error and sends nothing, as
-// net/http. The own connection sent the HEADERS and cancelled the stream
+// net/http. The connection once sent the HEADERS and cancelled the stream
 // from the context's AfterFunc, on a goroutine of its own: a quick
 // response then beat the cancellation and RoundTrip returned it
 // (TestCancelOneStream failing about 1 in 5). The server counts the

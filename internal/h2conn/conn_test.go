@@ -680,11 +680,10 @@ func TestShutdown(t *testing.T) {
 }
 
 // TestConnectionCloseRequestKnownAtOnce: a request asking to close the
-// connection (Request.Close, or Connection: close) makes x/net take no new
-// stream; ferry must know it without x/net's State (lastRound), not only
-// once the checker goroutine has run. The handler holds its response open
-// until the check: once the stream ends, x/net closes the connection itself
-// and ferry learns it that way, which would hide a missing lastRound.
+// connection (Request.Close, or Connection: close) makes the connection
+// take no new stream from the moment it is sent. The handler holds its
+// response open until the check: once the stream ends the connection
+// closes itself, which would hide a late verdict.
 func TestConnectionCloseRequestKnownAtOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -158,7 +158,7 @@ func readAll(t testing.TB, resp *http.Response) string {
 }
 
 // waitFor polls cond until it holds, failing the test after a generous
-// bound. It waits for asynchronous protocol events (a GOAWAY read by x/net's
+// bound. It waits for asynchronous protocol events (a GOAWAY read by the
 // reader goroutine, a health check): it asserts that they happen, not how
 // fast.
 func waitFor(t testing.TB, what string, cond func() bool) {

@@ -10,12 +10,11 @@ import (
 
 // TestRefusedLastSlotKeepsReleaseTime: IdleSince is when the connection
 // last had no slot in use, as net/http's idle time runs from the end of the
-// connection's last stream; a refused reservation does not move it. Before
-// a fix on x/net's connection a refused slot never moved idleSince, so the
-// connection kept the time it was last idle before that slot was taken:
-// the pool saw it idle for as long as the slot had been in use and could
-// expire it at once, not IdleConnTimeout after its last stream (and
-// GotConn's IdleTime counted the busy time).
+// connection's last stream; a refused reservation does not move it.
+// Kept from before A was taken, the pool would see the connection idle
+// for as long as A had been in use and could expire it at once, not
+// IdleConnTimeout after its last stream (and GotConn's IdleTime would
+// count the busy time).
 //
 // A is granted (the first slot) and held for a minute on the fake clock;
 // B is refused (a second slot before the server's SETTINGS are known, with

@@ -24,9 +24,9 @@ func writeBadHeaderResponse(fr *http2.Framer, streamID uint32) error {
 // TestProtocolErrorReset: a request whose stream the server resets with
 // PROTOCOL_ERROR before the response headers is returned as retryable
 // (ReasonProtocolReset, body not known to be unread) where the toolchain's
-// net/http retries it, Go 1.26 (golang/go#47635), and as x/net's stream
-// error where it does not, Go 1.27. Either way
-// x/net stops reusing the connection, as net/http does, so a retry goes to
+// net/http retries it, Go 1.26 (golang/go#47635), and as a stream error
+// where it does not, Go 1.27. Either way the connection takes no new
+// stream, as net/http does, so a retry goes to
 // another one. Other reset codes, and a PROTOCOL_ERROR the client found
 // itself in the response, are never retried.
 func TestProtocolErrorReset(t *testing.T) {
@@ -73,7 +73,7 @@ func TestProtocolErrorReset(t *testing.T) {
 				t.Fatalf("err = %#v, want ReasonProtocolReset with the body not known unread", err)
 			}
 			if !tc.retryable && errors.As(err, &np) {
-				t.Fatalf("err = %#v, want x/net's error", err)
+				t.Fatalf("err = %#v, want the stream error", err)
 			}
 			if _, idle := c.IdleSince(); !idle {
 				t.Fatal("slot leaked")

@@ -19,17 +19,12 @@ import (
 // Tests of the connection against net/http's HTTP/2 server over loopback,
 // TLS and h2c.
 
-func ownConn(t *testing.T, s *testServer, cfg Config) *Conn {
-	t.Helper()
-	return newConn(t, s, cfg)
-}
-
 func forBothTransports(t *testing.T, f func(t *testing.T, useTLS bool)) {
 	t.Run("tls", func(t *testing.T) { f(t, true) })
 	t.Run("h2c", func(t *testing.T) { f(t, false) })
 }
 
-func TestOwnGetAndReuse(t *testing.T) {
+func TestGetAndReuse(t *testing.T) {
 	forBothTransports(t, func(t *testing.T, useTLS bool) {
 		s := startServer(t, useTLS, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.ProtoMajor != 2 {
@@ -38,7 +33,7 @@ func TestOwnGetAndReuse(t *testing.T) {
 			w.Header().Set("X-Path", r.URL.Path)
 			fmt.Fprintf(w, "hello %s %s", r.Host, r.Header.Get("User-Agent"))
 		}))
-		c := ownConn(t, s, Config{})
+		c := newConn(t, s, Config{})
 		for i := range 3 {
 			if !c.ReserveStream() {
 				t.Fatal("no stream")
@@ -64,7 +59,7 @@ func TestOwnGetAndReuse(t *testing.T) {
 	})
 }
 
-func TestOwnRequestBodies(t *testing.T) {
+func TestRequestBodies(t *testing.T) {
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -73,7 +68,7 @@ func TestOwnRequestBodies(t *testing.T) {
 		}
 		fmt.Fprintf(w, "%d %d %x", r.ContentLength, len(b), sha(b))
 	}))
-	c := ownConn(t, s, Config{})
+	c := newConn(t, s, Config{})
 	big := make([]byte, 3<<20) // beyond the server's initial windows
 	rand.Read(big)
 	for _, tc := range []struct {
@@ -119,13 +114,13 @@ func sha(b []byte) uint32 {
 	return h
 }
 
-func TestOwnLargeResponseAndConcurrency(t *testing.T) {
+func TestLargeResponseAndConcurrency(t *testing.T) {
 	big := make([]byte, 9<<20) // beyond the stream window (4 MiB)
 	rand.Read(big)
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write(big)
 	}))
-	c := ownConn(t, s, Config{StrictMaxConcurrentStreams: true})
+	c := newConn(t, s, Config{StrictMaxConcurrentStreams: true})
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -150,7 +145,7 @@ func TestOwnLargeResponseAndConcurrency(t *testing.T) {
 	wg.Wait()
 }
 
-func TestOwnTrailersBothWays(t *testing.T) {
+func TestTrailersBothWays(t *testing.T) {
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Trailer", "X-Out")
@@ -158,7 +153,7 @@ func TestOwnTrailersBothWays(t *testing.T) {
 		io.WriteString(w, "body")
 		w.Header().Set("X-Out", "in="+r.Trailer.Get("X-In"))
 	}))
-	c := ownConn(t, s, Config{})
+	c := newConn(t, s, Config{})
 	req := newRequest(t, "POST", s.url("/"), io.MultiReader(strings.NewReader("payload")))
 	req.Trailer = http.Header{"X-In": nil}
 	req.Body = &trailerSetter{r: strings.NewReader("payload"), set: func() { req.Trailer.Set("X-In", "t1") }}
@@ -193,7 +188,7 @@ func (b *trailerSetter) Read(p []byte) (int, error) {
 }
 func (b *trailerSetter) Close() error { return nil }
 
-func TestOwnBodyCloseResetsOnlyItsStream(t *testing.T) {
+func TestBodyCloseResetsOnlyItsStream(t *testing.T) {
 	cancelled := make(chan struct{}, 1)
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/endless" {
@@ -207,7 +202,7 @@ func TestOwnBodyCloseResetsOnlyItsStream(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	}))
-	c := ownConn(t, s, Config{})
+	c := newConn(t, s, Config{})
 	resp, err := c.RoundTrip(newRequest(t, "GET", s.url("/endless"), nil))
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +226,7 @@ func TestOwnBodyCloseResetsOnlyItsStream(t *testing.T) {
 	}
 }
 
-func TestOwnContextCancel(t *testing.T) {
+func TestContextCancel(t *testing.T) {
 	release := make(chan struct{})
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -240,7 +235,7 @@ func TestOwnContextCancel(t *testing.T) {
 		}
 	}))
 	defer close(release)
-	c := ownConn(t, s, Config{})
+	c := newConn(t, s, Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	req := newRequest(t, "GET", s.url("/"), nil).WithContext(ctx)
 	time.AfterFunc(50*time.Millisecond, cancel)
@@ -253,14 +248,14 @@ func TestOwnContextCancel(t *testing.T) {
 	}
 }
 
-func TestOwnTraceAnd1xx(t *testing.T) {
+func TestTraceAnd1xx(t *testing.T) {
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body) // sends 100 Continue
 		w.Header().Set("Link", "</style.css>; rel=preload")
 		w.WriteHeader(103)
 		io.WriteString(w, "done")
 	}))
-	c := ownConn(t, s, Config{ExpectContinueTimeout: 5 * time.Second})
+	c := newConn(t, s, Config{ExpectContinueTimeout: 5 * time.Second})
 	var mu sync.Mutex
 	var events []string
 	add := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
@@ -306,11 +301,11 @@ func TestOwnTraceAnd1xx(t *testing.T) {
 	}
 }
 
-func TestOwnGoAwayOnShutdown(t *testing.T) {
+func TestGoAwayOnShutdown(t *testing.T) {
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}))
-	c := ownConn(t, s, Config{})
+	c := newConn(t, s, Config{})
 	resp, err := c.RoundTrip(newRequest(t, "GET", s.url("/"), nil))
 	if err != nil {
 		t.Fatal(err)

@@ -17,12 +17,12 @@ import (
 	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
-// Frame-level tests of the own connection against testpeer's hostile
+// Frame-level tests of the connection against testpeer's hostile
 // server: each error path the peer can take, and the bounds on what a
 // hostile peer can make the client do.
 
 // hostileConn starts an H2Hostile server running serve on each connection
-// and an own connection to it.
+// and a connection to it.
 func hostileConn(t *testing.T, cfg Config, script testpeer.H2HostileScript) (*Conn, *testpeer.H2Hostile) {
 	c, s, _ := recordedHostileConn(t, cfg, script)
 	return c, s
@@ -99,10 +99,10 @@ func getWithin(t *testing.T, c *Conn, path string) (*http.Response, error) {
 	return resp, err
 }
 
-// TestOwnFramesConnectionErrors: frames that are connection errors fail
+// TestFramesConnectionErrors: frames that are connection errors fail
 // the request in flight, send GOAWAY with the code, and leave the
 // connection unusable.
-func TestOwnFramesConnectionErrors(t *testing.T) {
+func TestFramesConnectionErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		act  func(p *testpeer.H2Peer, id uint32)
@@ -166,9 +166,9 @@ func TestOwnFramesConnectionErrors(t *testing.T) {
 	}
 }
 
-// TestOwnFramesResetOneOfMany: RST_STREAM on one of several streams fails
+// TestFramesResetOneOfMany: RST_STREAM on one of several streams fails
 // that request only.
-func TestOwnFramesResetOneOfMany(t *testing.T) {
+func TestFramesResetOneOfMany(t *testing.T) {
 	c, _ := hostileConn(t, Config{}, testpeer.H2HostileScript{Serve: func(p *testpeer.H2Peer) {
 		ids, ok := p.NextStreams(3, 5*time.Second)
 		if !ok {
@@ -214,10 +214,10 @@ func TestOwnFramesResetOneOfMany(t *testing.T) {
 	}
 }
 
-// TestOwnFramesPingAndSettingsFlood: every PING and SETTINGS of a flood is
+// TestFramesPingAndSettingsFlood: every PING and SETTINGS of a flood is
 // answered, the request in the middle of it is answered too, and nothing
 // queues (the answers are written as the frames are read).
-func TestOwnFramesPingAndSettingsFlood(t *testing.T) {
+func TestFramesPingAndSettingsFlood(t *testing.T) {
 	const flood = 2000
 	counted := make(chan struct{})
 	c, _ := hostileConn(t, Config{}, testpeer.H2HostileScript{Serve: func(p *testpeer.H2Peer) {
@@ -245,10 +245,10 @@ func TestOwnFramesPingAndSettingsFlood(t *testing.T) {
 	<-counted // the client stays open until the server counted
 }
 
-// TestOwnFramesGoAwayMidFlight: GOAWAY naming stream 3 while streams 1,
+// TestFramesGoAwayMidFlight: GOAWAY naming stream 3 while streams 1,
 // 3 and 5 are in flight: 1 and 3 are answered, 5 fails retryable (not
 // processed), and the connection takes no new stream.
-func TestOwnFramesGoAwayMidFlight(t *testing.T) {
+func TestFramesGoAwayMidFlight(t *testing.T) {
 	c, _ := hostileConn(t, Config{}, testpeer.H2HostileScript{Serve: func(p *testpeer.H2Peer) {
 		if _, ok := p.NextStreams(3, 5*time.Second); !ok {
 			return
@@ -289,10 +289,10 @@ func TestOwnFramesGoAwayMidFlight(t *testing.T) {
 	}
 }
 
-// TestOwnFramesServerClosesMidFrame: the server cuts the connection in the
+// TestFramesServerClosesMidFrame: the server cuts the connection in the
 // middle of a DATA frame: the body read fails (unexpected EOF, or the
 // reset the close becomes when the client had unread bytes), nothing hangs.
-func TestOwnFramesServerClosesMidFrame(t *testing.T) {
+func TestFramesServerClosesMidFrame(t *testing.T) {
 	c, _ := hostileConn(t, Config{}, testpeer.H2HostileScript{Serve: func(p *testpeer.H2Peer) {
 		id, ok := p.NextStream(5 * time.Second)
 		if !ok {
@@ -314,10 +314,10 @@ func TestOwnFramesServerClosesMidFrame(t *testing.T) {
 	}
 }
 
-// TestOwnFramesStrayFramesBounded: a server that keeps sending frames for
+// TestFramesStrayFramesBounded: a server that keeps sending frames for
 // a stream the client reset is given up once past the allowance
 // (ENHANCE_YOUR_CALM), rather than spinning the client's reader forever.
-func TestOwnFramesStrayFramesBounded(t *testing.T) {
+func TestFramesStrayFramesBounded(t *testing.T) {
 	c, _, rec := recordedHostileConn(t, Config{}, testpeer.H2HostileScript{Serve: func(p *testpeer.H2Peer) {
 		id, ok := p.NextStream(5 * time.Second)
 		if !ok {
