@@ -33,8 +33,6 @@ var (
 	// errFromPeer is the Cause of a StreamError made from the peer's
 	// RST_STREAM.
 	errFromPeer = errors.New(errTextFromPeer)
-	// errPushPromise: the server pushed although SETTINGS_ENABLE_PUSH is 0.
-	errPushPromise = errors.New("http2: server sent PUSH_PROMISE with push disabled")
 )
 
 // peerReset fails cs for the peer's RST_STREAM with code; c.mu held.

@@ -2,7 +2,6 @@ package h2conn
 
 import (
 	"crypto/tls"
-	"errors"
 	"io"
 	"log"
 	"net"
@@ -243,8 +242,6 @@ func (p *stallProxy) close() {
 	p.mu.Unlock()
 	p.wg.Wait()
 }
-
-var errTest = errors.New("test")
 
 // roundTripResult is what a RoundTrip run on another goroutine returned.
 type roundTripResult struct {
