@@ -10,7 +10,7 @@ import (
 // response header limit, transparent gzip, no ping health check, no response
 // header timeout, and a new connection (not waiting) when one is full.
 type Config struct {
-	// HTTP2 is http.Transport.HTTP2. Honoured (where x/net supports it):
+	// HTTP2 is http.Transport.HTTP2. Honoured:
 	// StrictMaxConcurrentRequests, MaxDecoderHeaderTableSize,
 	// MaxEncoderHeaderTableSize, MaxReadFrameSize,
 	// MaxReceiveBufferPerConnection, MaxReceiveBufferPerStream,

@@ -35,8 +35,8 @@ func TestRoundTripBasics(t *testing.T) {
 			if (c.TLS() != nil) != tc.tls {
 				t.Fatalf("TLS() = %v, want TLS %v", c.TLS(), tc.tls)
 			}
-			// x/net fires hooks from its writer and reader goroutines, so
-			// only a partial order is guaranteed: GotConn first (fired by
+			// The connection fires hooks from the request's goroutine,
+			// its body writer and its reader, so only a partial order is guaranteed: GotConn first (fired by
 			// Conn on the caller's goroutine), WroteHeaders before
 			// WroteRequest, and GotFirstResponseByte somewhere after
 			// GotConn.

@@ -90,7 +90,7 @@ func IsRetryable(err error) bool {
 	return errors.As(err, &np)
 }
 
-// net/http's HTTP/2 client (and x/net's) reports these conditions with
+// net/http's HTTP/2 client reports these conditions with
 // unexported sentinel errors; callers that test them can only compare the
 // text, so the own connection's errors carry the same (goaway.go).
 const (
@@ -105,7 +105,7 @@ const (
 // ErrResponseHeaderTimeout is returned when Config.ResponseHeaderTimeout
 // passes while a request waits for the server's SETTINGS before it can be
 // sent (a provisional slot, slots.go). A net.Error whose Timeout is
-// true, with the text of the error x/net and net/http's HTTP/2 client give
+// true, with the text of the error net/http's HTTP/2 client gives
 // when the same timeout passes after the request was written: net/http
 // sends such a request at once and times it out so; ferry holds it until
 // the server's stream limit is known and must not hold it longer.

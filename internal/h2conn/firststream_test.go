@@ -13,9 +13,8 @@ import (
 
 // TestFirstRequestOnStreamOne: the first request of every connection goes
 // out on stream 1 and the next on stream 3, as with net/http. Servers and
-// proxies log the IDs, and x/net keys rules on stream 1 (the GOAWAY and
-// "never used" tests below); on Go 1.26 an in-use marker that spent stream
-// 1 pushed every request two IDs up.
+// proxies log the IDs, and net/http keys rules on stream 1 (the GOAWAY
+// and "never used" tests below).
 func TestFirstRequestOnStreamOne(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -66,8 +65,8 @@ func TestFirstRequestOnStreamOne(t *testing.T) {
 
 // TestGoAwayWithErrorOnFirstStream: a server that answers the first
 // request of a new connection with GOAWAY(last stream 0) and an error code
-// is refusing the client, not shutting down gracefully: x/net fails stream
-// 1 with "received GOAWAY from server" and that is final (net/http does not
+// is refusing the client, not shutting down gracefully: stream 1 fails
+// with "received GOAWAY from server" and that is final (net/http does not
 // retry it, so a rate-limiting server is not hammered with new
 // connections). Only a later stream gets the retryable graceful-GOAWAY
 // error (TestNotProcessedFromServer).

@@ -11,7 +11,7 @@ import (
 
 // How streams and the own connection end: the peer's RST_STREAM and
 // GOAWAY, and the errors requests get, with net/http's texts where callers
-// compare them (errors.go lists the ones shared with x/net).
+// compare them (errors.go lists the ones callers compare).
 
 var (
 	// errClientConnGotGoAway: the server's GOAWAY named an earlier last

@@ -13,12 +13,8 @@ import (
 // server's SETTINGS arrive is granted (the connection is shared at once, as
 // net/http shares a new one), but once SETTINGS say 2 only 2 requests go
 // out: the third ends at once with a retryable error naming the stream
-// limit, and the connection stays usable. Before the fix the third blocked
-// inside net/http's client on Go 1.27 (with the other two, which never got
-// out: the reservations x/net granted against its assumed 100 streams count
-// against the real limit, and wrapped connections wait instead of failing),
-// and on Go 1.26 it failed as "connection unusable" and got the healthy
-// connection closed.
+// limit, and the connection stays usable (it must neither block the
+// requests nor close a healthy connection).
 func TestSlotsBeforeSettingsKeepThePeerLimit(t *testing.T) {
 	const maxStreams = 2
 	srv := startLateSettingsServer(t, maxStreams)
@@ -33,7 +29,7 @@ func TestSlotsBeforeSettingsKeepThePeerLimit(t *testing.T) {
 		}
 	}
 	srv.sendSettings()
-	// Hang guard only: a request stuck inside x/net fails the test with
+	// Hang guard only: a request stuck in the connection fails the test with
 	// a deadline error instead of hanging it.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

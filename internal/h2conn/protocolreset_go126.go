@@ -8,10 +8,9 @@ package h2conn
 // reset received from the peer, for any method, when the body is absent,
 // http.NoBody or can be rewound with GetBody (otherwise net/http reports
 // "cannot retry ... define Request.GetBody"). Go 1.27's net/http has no
-// such rule, nor has x/net v0.62's own client (its tests pin that such a
-// request is not retried, golang/go#77843): the rule follows the
-// toolchain, not the x/net mode, so that ferry does what net/http does in
-// the same build. x/net marks the connection as not reusable after such a
-// reset, so the request goes out again on another connection. How often it
+// such rule (golang/go#77843): the rule follows the toolchain, so that
+// ferry does what net/http does in the same build. The connection takes no
+// new stream after such a reset, so the request goes out again on another
+// connection. How often it
 // is retried is the caller's rule (doc.go says where ferry differs).
 const retriesProtocolReset = true

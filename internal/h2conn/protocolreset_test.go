@@ -11,7 +11,7 @@ import (
 )
 
 // writeBadHeaderResponse answers streamID with a response header whose
-// name is not a valid field name, which x/net rejects itself with a
+// name is not a valid field name, which the client rejects itself with a
 // PROTOCOL_ERROR stream error (not received from the peer).
 func writeBadHeaderResponse(fr *http2.Framer, streamID uint32) error {
 	var buf bytes.Buffer
@@ -86,11 +86,9 @@ func TestProtocolErrorReset(t *testing.T) {
 }
 
 // TestProtocolResetMidBody: an RST_STREAM(PROTOCOL_ERROR) from the server
-// after the response headers reaches the caller through the body's Read;
-// x/net then stops reusing the connection without telling anyone, so the
-// Read itself marks it dead: Usable is false as soon as the Read returns
-// (in legacy mode nothing else would say so until the checker goroutine
-// ran), and no slot stays in use. Another reset code leaves the connection
+// after the response headers reaches the caller through the body's Read,
+// and the connection then takes no new stream, as net/http's: Usable is
+// false as soon as the Read returns, and no slot stays in use. Another reset code leaves the connection
 // usable.
 func TestProtocolResetMidBody(t *testing.T) {
 	for _, tc := range []struct {

@@ -6,15 +6,16 @@ import (
 	"sync"
 )
 
-// ReplayBody is the request body handed to an HTTP/2 connection. x/net
-// closes the body on every error, but a request the server did not process
+// ReplayBody is the request body handed to an HTTP/2 connection. The
+// connection closes the body on every error (as net/http requires of a
+// RoundTripper), but a request the server did not process
 // may be sent again with the same, still unread, body; so a Close that
 // arrives before RoundTrip's outcome is known is held, and the outcome
 // decides: Settle (pass it on, now and later), Detach (keep the body for
 // the retry) or CloseBody (close it now). A nil *ReplayBody does nothing.
 //
 // Only an unread body is ever sent again, so a Close that comes once a
-// Read has begun passes through at once: x/net closes the body to stop a
+// Read has begun passes through at once: the connection closes the body to stop a
 // Read blocked on the caller (the stream was reset, the connection lost)
 // and waits for that Read before RoundTrip returns. A Read that begins
 // after a held Close fails, as a Read of a closed body would.
@@ -41,8 +42,8 @@ const (
 	replayClosed                       // body closed
 )
 
-// ErrReplayBodyClosed is what a Read of the body returns after x/net
-// closed it (the Close being held).
+// ErrReplayBodyClosed is what a Read of the body returns after the
+// connection closed it (the Close being held).
 var ErrReplayBodyClosed = errors.New("http: invalid Read on closed Body")
 
 func (b *ReplayBody) Read(p []byte) (int, error) {

@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkReplayBody is what the HTTP/2 replay wrapper costs a
-// request with a small body: wrap, read to EOF, x/net's Close, settle.
+// request with a small body: wrap, read to EOF, the connection's Close, settle.
 func BenchmarkReplayBody(b *testing.B) {
 	var sr strings.Reader
 	body := io.NopCloser(&sr)

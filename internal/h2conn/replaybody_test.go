@@ -25,7 +25,8 @@ func (b *readCountingBody) Close() error { b.closes.Add(1); return nil }
 
 // TestReplayBodyReadAndClose: the HTTP/2 replay wrapper holds a
 // Close only while its body is unread (it may go out again), passes it
-// through once a Read began (x/net closes the body to stop a blocked Read),
+// through once a Read began (the connection closes the body to stop a blocked
+// Read),
 // never closes the caller's body twice, and never reads it after a held
 // Close (such a Read fails at once instead of blocking on the caller).
 func TestReplayBodyReadAndClose(t *testing.T) {
@@ -91,7 +92,7 @@ func TestReplayBodyReadAndClose(t *testing.T) {
 
 // TestReplayBodyCloseUnblocksRead: a Close from another goroutine
 // while a Read is blocked on the caller's body reaches the body at once
-// (before the outcome is known) and so ends the Read, as x/net needs
+// (before the outcome is known) and so ends the Read, as the connection needs
 // before its RoundTrip can return after a reset stream or a lost
 // connection.
 func TestReplayBodyCloseUnblocksRead(t *testing.T) {

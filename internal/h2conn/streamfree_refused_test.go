@@ -97,7 +97,7 @@ func TestStreamFreeRefusedWaiterWoken(t *testing.T) {
 		}
 		gotB <- err
 	}()
-	<-sawB // B's HEADERS sent before A's reset: x/net pings with it only then
+	<-sawB // B's HEADERS sent before A's reset: the connection pings with it only then
 	cancelA()
 	<-doneA
 	close(answerB)

@@ -42,9 +42,8 @@ func (s *lateSettingsServer) sendSettings() { s.once.Do(func() { close(s.release
 
 // TestStreamFreeWaitsForPeerSettings: with an OnStreamFree hook, only one
 // slot is handed out until the server's SETTINGS are known to have arrived
-// (x/net assumes 100 streams before them, and in wrapped mode reservations
-// taken then deadlock net/http's writer once the real limit is lower); the
-// hook is called when they are, and the server's limit holds from then on.
+// (100 streams are assumed before them, more than the server may allow);
+// the hook is called when they are, and the server's limit holds from then on.
 func TestStreamFreeWaitsForPeerSettings(t *testing.T) {
 	const maxStreams = 2
 	srv := startLateSettingsServer(t, maxStreams)
