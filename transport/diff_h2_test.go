@@ -81,7 +81,7 @@ var h2DiffStallRows = []scenario{
 		handler: h2DiffStall, run: gets(1, "/")},
 	{name: "h2/cancel/context-while-waiting", h2: true, handler: h2DiffStall, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
 		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(30*time.Millisecond, cancel)
+		go afterServerSaw(srv, 1, cancel)
 		return []any{observe(rt, newReq(t, "GET", srv.URL, nil).WithContext(ctx))}
 	}},
 	{name: "h2/cancel/deadline-during-body", h2: true, handler: h2DiffPartial, run: func(t *testing.T, rt http.RoundTripper, srv *testServer) []any {
@@ -93,9 +93,24 @@ var h2DiffStallRows = []scenario{
 		req := newReq(t, "GET", srv.URL, nil)
 		ch := make(chan struct{})
 		req.Cancel = ch
-		time.AfterFunc(30*time.Millisecond, func() { close(ch) })
+		go afterServerSaw(srv, 1, func() { close(ch) })
 		return []any{observe(rt, req)}
 	}},
+}
+
+// afterServerSaw runs f once srv has seen n requests (or, as a hang guard
+// only, after 10 s): a cancellation that must find the request waiting at
+// the server, whatever the machine's speed.
+func afterServerSaw(srv *testServer, n int, f func()) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		srv.mu.Lock()
+		seen := len(srv.seen)
+		srv.mu.Unlock()
+		if seen >= n {
+			break
+		}
+	}
+	f()
 }
 
 func TestDifferentialH2(t *testing.T) {
