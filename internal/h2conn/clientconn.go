@@ -18,7 +18,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// ferry's own HTTP/2 client connection (Config.Own): the connection state
+// ferry's HTTP/2 client connection: the connection state
 // and the SETTINGS exchange. It uses only x/net's Framer and hpack; the
 // frame reader is read.go, the writes write.go, streams stream.go, flow
 // control flow.go, header rules headers.go, and the ways a connection or a
@@ -50,8 +50,8 @@ const (
 // clientPreface starts every HTTP/2 connection from a client.
 const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
-// clientConn is ferry's own HTTP/2 client connection. The exported Conn
-// forwards to it when Config.Own (or the test default) selects it.
+// clientConn is ferry's HTTP/2 client connection; the exported Conn
+// forwards to it.
 type clientConn struct {
 	nc  net.Conn
 	tls *tls.ConnectionState
