@@ -30,6 +30,7 @@ func TestProvisionalSlotWithoutPingAck(t *testing.T) {
 			var addr string
 			cfg := Config{HTTP2: &http.HTTP2Config{PingTimeout: time.Hour}}
 			var releaseSettings chan struct{}
+			var sawA chan struct{} // closed when the server read A (settings never)
 			answer := func(fr *http2.Framer, id uint32, stream int) error {
 				if stream == 0 && !tt.settingsLate {
 					return nil // A is never answered
@@ -55,8 +56,12 @@ func TestProvisionalSlotWithoutPingAck(t *testing.T) {
 			} else {
 				cfg.HTTP2.PingTimeout = 100 * time.Millisecond
 				n := 0
+				sawA = make(chan struct{})
 				addr = startNoSettingsServer(t, func(fr *http2.Framer, id uint32) error {
 					n++
+					if n == 1 {
+						close(sawA)
+					}
 					return answer(fr, id, n-1)
 				})
 			}
@@ -81,6 +86,9 @@ func TestProvisionalSlotWithoutPingAck(t *testing.T) {
 				resp, err := c.RoundTrip(newRequest(t, "GET", "http://"+addr+"/a", nil).WithContext(ctx))
 				doneA <- roundTripResult{resp, err}
 			}()
+			if sawA != nil {
+				<-sawA // A is the connection's first stream, B the second
+			}
 			if !c.ReserveStream() {
 				t.Fatal("no second (provisional) stream")
 			}
