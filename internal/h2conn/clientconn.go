@@ -71,8 +71,12 @@ type clientConn struct {
 	countError         func(string)
 
 	// fr reads frames on the reader goroutine only; its write side is used
-	// only under wmu.
+	// only under wmu. It reuses its DATA frames: a frame's payload is
+	// valid only until the next read (onData copies it).
 	fr *http2.Framer
+	// canon caches canonical response field names (canonicalKey); the
+	// frame reader's only.
+	canon map[string]string
 
 	// wmu is the write lock: it guards the framer's write side, bw, henc,
 	// hbuf and werr, and so orders whole frames (and HEADERS with their
@@ -207,6 +211,7 @@ func newOwnConn(nc net.Conn, tlsState *tls.ConnectionState, cfg Config) (*client
 	c.bw = bufio.NewWriterSize(w, 16<<10)
 	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(nc, 16<<10))
 	c.fr.SetMaxReadFrameSize(readFrame)
+	c.fr.SetReuseFrames()
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(decTable, nil)
 	c.fr.MaxHeaderListSize = c.maxHeaderList
 	c.henc = hpack.NewEncoder(&c.hbuf)

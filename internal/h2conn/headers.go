@@ -206,7 +206,7 @@ func validMethod(m string) bool {
 
 // responseHead checks a response's HEADERS and builds the response (without
 // Body) or, for 1xx, its code and header.
-func responseHead(f *http2.MetaHeadersFrame) (*http.Response, error) {
+func (c *clientConn) responseHead(f *http2.MetaHeadersFrame) (*http.Response, error) {
 	status := ""
 	for _, hf := range f.PseudoFields() {
 		if hf.Name != ":status" || status != "" {
@@ -228,12 +228,12 @@ func responseHead(f *http2.MetaHeadersFrame) (*http.Response, error) {
 		ProtoMajor: 2,
 		Header:     header,
 		StatusCode: code,
-		Status:     status + " " + http.StatusText(code),
+		Status:     statusLine(code, status),
 	}
 	// One backing array for the values: most fields appear once.
 	vals := make([]string, len(regular))
 	for _, hf := range regular {
-		key := textproto.CanonicalMIMEHeaderKey(hf.Name)
+		key := c.canonicalKey(hf.Name)
 		if key == "Trailer" {
 			if resp.Trailer == nil {
 				resp.Trailer = make(http.Header)
@@ -267,7 +267,7 @@ func responseHead(f *http2.MetaHeadersFrame) (*http.Response, error) {
 var errMalformedPseudo = errors.New("http2: invalid response pseudo-header")
 
 // trailerHeader builds the header of a trailers HEADERS frame.
-func trailerHeader(f *http2.MetaHeadersFrame) (http.Header, error) {
+func (c *clientConn) trailerHeader(f *http2.MetaHeadersFrame) (http.Header, error) {
 	if len(f.PseudoFields()) > 0 {
 		return nil, errors.New("http2: pseudo-header in trailer")
 	}
@@ -276,7 +276,7 @@ func trailerHeader(f *http2.MetaHeadersFrame) (http.Header, error) {
 	}
 	t := make(http.Header, len(f.RegularFields()))
 	for _, hf := range f.RegularFields() {
-		k := textproto.CanonicalMIMEHeaderKey(hf.Name)
+		k := c.canonicalKey(hf.Name)
 		t[k] = append(t[k], hf.Value)
 	}
 	return t, nil
@@ -314,4 +314,46 @@ func asksToClose(req *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// maxCanonCache bounds how many field names a connection remembers the
+// canonical form of.
+const maxCanonCache = 256
+
+// canonicalKey is textproto.CanonicalMIMEHeaderKey(name), remembered per
+// connection so that a response field the server sends on every response
+// (a name HPACK hands back as the same string each time) is canonicalized
+// without an allocation after the first. Only the frame reader calls it.
+func (c *clientConn) canonicalKey(name string) string {
+	if key, ok := c.canon[name]; ok {
+		return key
+	}
+	key := textproto.CanonicalMIMEHeaderKey(name)
+	if len(name) <= 64 && len(c.canon) < maxCanonCache {
+		if c.canon == nil {
+			c.canon = make(map[string]string)
+		}
+		c.canon[name] = key
+	}
+	return key
+}
+
+// statusLines holds resp.Status for the codes net/http has a text for.
+var statusLines [600]string
+
+func init() {
+	for code := 100; code < len(statusLines); code++ {
+		if text := http.StatusText(code); text != "" {
+			statusLines[code] = strconv.Itoa(code) + " " + text
+		}
+	}
+}
+
+// statusLine is resp.Status for a response's three-digit :status value
+// (status, code its number): the code and net/http's text for it.
+func statusLine(code int, status string) string {
+	if code < len(statusLines) && statusLines[code] != "" {
+		return statusLines[code]
+	}
+	return status + " " + http.StatusText(code)
 }

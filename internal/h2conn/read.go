@@ -195,7 +195,7 @@ func (c *clientConn) onHeaders(f *http2.MetaHeadersFrame) error {
 		cs.trace.GotFirstResponseByte()
 	}
 	if gotHead {
-		t, err := trailerHeader(f)
+		t, err := c.trailerHeader(f)
 		if err != nil {
 			c.resetStream(cs, http2.StreamError{StreamID: cs.id, Code: http2.ErrCodeProtocol, Cause: err}, http2.ErrCodeProtocol)
 			return nil
@@ -211,7 +211,7 @@ func (c *clientConn) onHeaders(f *http2.MetaHeadersFrame) error {
 		c.resetStream(cs, errResponseHeaderListSize, http2.ErrCodeProtocol)
 		return nil
 	}
-	resp, err := responseHead(f)
+	resp, err := c.responseHead(f)
 	if err != nil {
 		c.resetStream(cs, http2.StreamError{StreamID: cs.id, Code: http2.ErrCodeProtocol, Cause: err}, http2.ErrCodeProtocol)
 		return nil
@@ -293,7 +293,8 @@ func (c *clientConn) finishResponse(cs *stream, resp *http.Response, ended bool)
 			resp.Body = http.NoBody
 		}
 	default:
-		resp.Body = &responseBody{cs: cs}
+		cs.rbody.cs = cs
+		resp.Body = &cs.rbody
 	}
 	c.mu.Lock()
 	// A server that answers without ever sending SETTINGS (net/http takes
@@ -312,10 +313,7 @@ func (c *clientConn) finishResponse(cs *stream, resp *http.Response, ended bool)
 		cs.stopBody = true // the server does not want the rest of the body
 		c.wake.Broadcast()
 	}
-	if !cs.readyDone {
-		cs.readyDone = true
-		close(cs.ready)
-	}
+	cs.setReadyLocked()
 	var a endActs
 	if ended {
 		a = c.endRecvLocked(cs)

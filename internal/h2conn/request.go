@@ -40,11 +40,14 @@ func (c *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 		trace.GotConn(info)
 	}
 
-	cs := &stream{c: c, req: req, ctx: ctx, trace: trace, ready: make(chan struct{}),
+	cs := &stream{c: c, req: req, ctx: ctx, trace: trace,
 		isHead: req.Method == http.MethodHead, slotHeld: true, remain: -1}
 	cs.cond.L = &c.mu
 	if !requestWrittenAtOnce(req) {
 		cs.body = req.Body
+	}
+	if cs.body != nil || c.headerTimeout > 0 || req.Cancel != nil {
+		cs.ready = make(chan struct{})
 	}
 	head, err := c.checkRequest(req)
 	if err != nil {
@@ -64,7 +67,11 @@ func (c *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	if err := c.openStream(cs); err != nil {
 		return nil, c.failBeforeOpen(cs, err)
 	}
-	cs.stopCtx = context.AfterFunc(ctx, func() { c.cancelStream(cs, ctx.Err()) })
+	if ctx.Done() != nil {
+		// A context that can never end (Background and the like) needs
+		// no watch.
+		cs.stopCtx = context.AfterFunc(ctx, func() { c.cancelStream(cs, ctx.Err()) })
+	}
 
 	if cs.body != nil {
 		cs.wroteReq = make(chan struct{})
@@ -245,6 +252,16 @@ func (c *clientConn) awaitSettingsFor(cs *stream) error {
 // awaitResponse waits for the response head (ResponseHeaderTimeout runs
 // from when the request is written).
 func (c *clientConn) awaitResponse(cs *stream) (*http.Response, error) {
+	if cs.ready == nil {
+		// Nothing to wait for but the stream itself (the context's watch
+		// fails it through abortLocked, which broadcasts cond too).
+		c.mu.Lock()
+		for !cs.readyDone {
+			cs.cond.Wait()
+		}
+		c.mu.Unlock()
+		return c.responseOf(cs)
+	}
 	var timeout <-chan time.Time
 	var timer *time.Timer
 	wrote := cs.wroteReq

@@ -28,9 +28,13 @@ type stream struct {
 	head  requestHead
 	// body is the request body, nil for none. Read only by the body
 	// writer; closed once (closeBody).
-	body     io.ReadCloser
-	isHead   bool
-	expect   bool // Expect: 100-continue with a wait before the body
+	body   io.ReadCloser
+	isHead bool
+	expect bool // Expect: 100-continue with a wait before the body
+	// ready is closed when readyDone becomes true; it exists only when
+	// RoundTrip's wait has something else to select on (a request body,
+	// ResponseHeaderTimeout, req.Cancel): otherwise RoundTrip waits on
+	// cond, which readyDone's setters broadcast.
 	ready    chan struct{}
 	on100    chan struct{} // receives at a 100 Continue (expect only)
 	wroteReq chan struct{} // closed when the request is written or abandoned
@@ -64,12 +68,30 @@ type stream struct {
 	bodyShut    bool        // the request body was closed
 	slotHeld    bool        // the request's slot is not yet released
 	resetAtEnd  bool        // the body was given up: reset once the peer ends
-	stopCtx     func() bool // stops the context watch
+	stopCtx     func() bool // stops the context watch; nil for none
+	// rbody is the response body handed to the caller (resp.Body), part
+	// of the stream so that it costs no allocation of its own.
+	rbody responseBody
+}
+
+// setReadyLocked marks the response head (or the failure) as there and
+// wakes RoundTrip; c.mu held.
+func (cs *stream) setReadyLocked() {
+	if cs.readyDone {
+		return
+	}
+	cs.readyDone = true
+	if cs.ready != nil {
+		close(cs.ready)
+	}
+	cs.cond.Broadcast()
 }
 
 // errClosedResponseBody is what a read of a closed response body returns
 // (net/http's text).
-var errClosedResponseBody = errorString("http2: response body closed")
+// It is an error value (not the errorString itself) so that storing it in
+// an error field does not allocate.
+var errClosedResponseBody error = errorString("http2: response body closed")
 
 // errorString is a comparable constant error.
 type errorString string
@@ -84,10 +106,7 @@ func (c *clientConn) abortLocked(cs *stream, err error, reason Reason) {
 		cs.err = err
 		cs.npReason = reason
 	}
-	if !cs.readyDone {
-		cs.readyDone = true
-		close(cs.ready)
-	}
+	cs.setReadyLocked()
 	if cs.bodyErr == nil {
 		cs.bodyErr = err
 	}
