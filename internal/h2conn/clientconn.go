@@ -75,8 +75,11 @@ type clientConn struct {
 	// valid only until the next read (onData copies it).
 	fr *http2.Framer
 	// canon caches canonical response field names (canonicalKey); the
-	// frame reader's only.
-	canon map[string]string
+	// frame reader's only, like hdec and hblock, which decode the header
+	// blocks (headerblock.go).
+	canon  map[string]string
+	hdec   *hpack.Decoder
+	hblock headerBlock
 
 	// wmu is the write lock: it guards the framer's write side, bw, henc,
 	// hbuf and werr, and so orders whole frames (and HEADERS with their
@@ -127,6 +130,7 @@ type clientConn struct {
 	unackedResets  int    // streams reset by this side awaiting the PING ack (slots.go)
 	readBefore     uint32 // streams below this ID were opened before a stream frame was read
 	pings          map[[8]byte]chan struct{}
+	freeBufs       [][]byte // receive buffers of finished streams (recycleBufLocked)
 
 	// settledc is closed when settled becomes true; diedc when dead does.
 	settledc chan struct{}
@@ -212,8 +216,7 @@ func newOwnConn(nc net.Conn, tlsState *tls.ConnectionState, cfg Config) (*client
 	c.fr = http2.NewFramer(c.bw, bufio.NewReaderSize(nc, 16<<10))
 	c.fr.SetMaxReadFrameSize(readFrame)
 	c.fr.SetReuseFrames()
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(decTable, nil)
-	c.fr.MaxHeaderListSize = c.maxHeaderList
+	c.hdec = hpack.NewDecoder(decTable, c.emitField)
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.henc.SetMaxDynamicTableSizeLimit(encTable)
 

@@ -71,7 +71,7 @@ func (c *clientConn) takeSendWindow(cs *stream, want int) (int, error) {
 		if want == 0 {
 			return 0, nil
 		}
-		n := min(int64(want), int64(cs.sendWindow), int64(c.sendWindow), int64(c.peerMaxFrame))
+		n := min(int64(want), int64(cs.sendWindow), int64(c.sendWindow), int64(c.peerMaxFrame), maxDataChunk)
 		if n > 0 {
 			cs.sendWindow -= int32(n)
 			c.sendWindow -= int32(n)

@@ -32,7 +32,7 @@ func (c *clientConn) readLoop() {
 // peer's making is answered with GOAWAY first.
 func (c *clientConn) readFrames() error {
 	for {
-		f, err := c.fr.ReadFrame()
+		f, err := c.readFrame()
 		if err == nil {
 			if c.sendPingTimeout > 0 {
 				c.lastRead.Store(time.Now().UnixNano())
@@ -370,6 +370,9 @@ func (c *clientConn) onData(f *http2.DataFrame) error {
 		cs.remain -= int64(len(data))
 	}
 	if len(data) > 0 {
+		if cs.buf == nil {
+			cs.buf = c.newBufLocked()
+		}
 		cs.buf = append(cs.buf, data...)
 		cs.cond.Broadcast()
 	}

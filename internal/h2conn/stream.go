@@ -137,7 +137,7 @@ func (c *clientConn) forgetLocked(cs *stream) (connInc uint32, closeNow bool) {
 // the connection WINDOW_UPDATE increment now due.
 func (c *clientConn) dropBufferLocked(cs *stream) uint32 {
 	unread := len(cs.buf) - cs.off
-	cs.buf, cs.off = nil, 0
+	c.recycleBufLocked(cs)
 	if unread <= 0 {
 		return 0
 	}
@@ -270,6 +270,7 @@ func (b *responseBody) Read(p []byte) (int, error) {
 		if cs.off == len(cs.buf) && cs.bodyErr == io.EOF {
 			err = io.EOF
 			copyTrailerLocked(cs)
+			c.recycleBufLocked(cs) // the peer ended the stream: nothing more comes
 		}
 		c.mu.Unlock()
 		if connInc > 0 || streamInc > 0 {
@@ -283,6 +284,7 @@ func (b *responseBody) Read(p []byte) (int, error) {
 	err := cs.bodyErr
 	if err == io.EOF {
 		copyTrailerLocked(cs)
+		c.recycleBufLocked(cs)
 	}
 	c.mu.Unlock()
 	c.releaseSlotOf(cs)
@@ -355,3 +357,35 @@ type missingBody struct{}
 
 func (missingBody) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 func (missingBody) Close() error             { return nil }
+
+// Receive buffers of streams that are done go back to the connection
+// (at most maxFreeBufs of them, none larger than maxFreeBuf) for the next
+// streams, so a response body costs no buffer allocation of its own.
+const (
+	maxFreeBufs = 4
+	maxFreeBuf  = 128 << 10
+)
+
+// recycleBufLocked takes cs's receive buffer, which no DATA will be
+// appended to any more (the stream is gone or the peer ended it) and
+// whose bytes were read or dropped, and keeps it for another stream;
+// c.mu held. The caller never sees the buffer itself (Read copies out).
+func (c *clientConn) recycleBufLocked(cs *stream) {
+	buf := cs.buf
+	cs.buf, cs.off = nil, 0
+	if cap(buf) > 0 && cap(buf) <= maxFreeBuf && len(c.freeBufs) < maxFreeBufs {
+		c.freeBufs = append(c.freeBufs, buf[:0])
+	}
+}
+
+// newBufLocked returns a free receive buffer, nil if none; c.mu held.
+func (c *clientConn) newBufLocked() []byte {
+	n := len(c.freeBufs)
+	if n == 0 {
+		return nil
+	}
+	buf := c.freeBufs[n-1]
+	c.freeBufs[n-1] = nil
+	c.freeBufs = c.freeBufs[:n-1]
+	return buf
+}

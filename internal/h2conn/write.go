@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -172,14 +173,14 @@ func (c *clientConn) sendBody(cs *stream) error {
 		return err
 	}
 	cs.bodyRead = true
-	maxFrame := c.peerMaxFrame
 	c.mu.Unlock()
 
-	size := int64(min(maxFrame, 16<<10))
-	if n := cs.head.contentLength; n >= 0 && n+1 < size {
-		size = n + 1 // room to see EOF with the last bytes
+	bufp := sendBufPool.Get().(*[sendBufLen]byte)
+	defer sendBufPool.Put(bufp)
+	buf := bufp[:]
+	if n := cs.head.contentLength; n >= 0 && n+1 < int64(len(buf)) {
+		buf = buf[:n+1] // room to see EOF with the last bytes
 	}
-	buf := make([]byte, max(size, 1))
 	trailers := len(cs.req.Trailer) > 0
 	remain := cs.head.contentLength // -1: unknown
 	for {
@@ -196,8 +197,11 @@ func (c *clientConn) sendBody(cs *stream) error {
 		}
 		if !eof && remain == 0 {
 			// All declared bytes are in: one more read must say EOF.
-			var one [1]byte
-			m, err := cs.body.Read(one[:])
+			one := make([]byte, 1)
+			if n < len(buf) {
+				one = buf[n : n+1] // spare room: no allocation
+			}
+			m, err := cs.body.Read(one)
 			if m > 0 {
 				return errReqBodyTooLong
 			}
@@ -224,6 +228,19 @@ func (c *clientConn) sendBody(cs *stream) error {
 	}
 	return nil
 }
+
+// maxDataChunk is the largest DATA payload the own connection sends: a
+// frame of it with its 9-byte header fills one TLS record (16 KiB of
+// plaintext) exactly, where a 16 KiB payload would take two records, and
+// so two write syscalls, per frame.
+const maxDataChunk = 16384 - 9
+
+// sendBufLen is the size of the buffer a request body is read into: four
+// DATA frames' worth.
+const sendBufLen = 4 * maxDataChunk
+
+// sendBufPool holds request body buffers between uploads.
+var sendBufPool = sync.Pool{New: func() any { return new([sendBufLen]byte) }}
 
 // writeData sends p as DATA frames as the send windows allow; end sets
 // END_STREAM on the last.
