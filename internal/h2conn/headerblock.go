@@ -62,6 +62,7 @@ func (c *clientConn) readHeaderBlock(hf *http2.HeadersFrame) (http2.Frame, error
 
 	frag := hf.HeaderBlockFragment()
 	ended := hf.HeadersEnded()
+	continuations := 0
 	for {
 		// A fragment far larger than what may still be accepted is not
 		// decoded at all, nor anything after a bad field.
@@ -82,6 +83,13 @@ func (c *clientConn) readHeaderBlock(hf *http2.HeadersFrame) (http2.Frame, error
 		if !ok {
 			return nil, http2.ConnectionError(http2.ErrCodeProtocol)
 		}
+		if continuations++; continuations > c.maxContinuations() {
+			// Empty or tiny CONTINUATIONs cost the reader a frame each
+			// and never reach the size limit: a server that sends more
+			// than a block of the largest allowed size needs is flooding.
+			c.countErr("continuation_flood")
+			return nil, http2.ConnectionError(http2.ErrCodeProtocol)
+		}
 		frag, ended = cf.HeaderBlockFragment(), cf.HeadersEnded()
 	}
 	if err := c.hdec.Close(); err != nil {
@@ -97,6 +105,14 @@ func (c *clientConn) readHeaderBlock(hf *http2.HeadersFrame) (http2.Frame, error
 }
 
 const maxInt = int(^uint(0) >> 1)
+
+// maxContinuations is how many CONTINUATION frames one header block may
+// take: enough for a block of the list size this side announced cut into
+// 1 KiB fragments (servers cut at their frame size, 16 KiB or more), plus
+// a margin.
+func (c *clientConn) maxContinuations() int {
+	return int(c.maxHeaderList/1024) + 64
+}
 
 // emitField is the HPACK decoder's emit function: it checks one decoded
 // field and adds it to the block.
