@@ -15,7 +15,8 @@ import (
 // connection against a server in a child process, for ferry and net/http
 // in the same run. Besides ns/op, allocs/op and B/op it reports the client
 // process's own costs per request: rw-syscalls/op (syscr+syscw from
-// /proc/self/io), cpu-ns/op and ctxsw/op (getrusage). Every response's
+// /proc/self/io), cpu-ns/op (with its user-ns/op and sys-ns/op)
+// and ctxsw/op (getrusage). Every response's
 // status and body length are checked.
 
 var benchServer struct {
@@ -53,11 +54,15 @@ func markCost() costMark {
 // two decimals (allocs/op is truncated to an integer, which can hide a
 // difference of one allocation between two rows).
 func reportCost(b *testing.B, before costMark) {
-	cpuNs, ctxSw, rw := proccost.Since(before.proc).PerOp(b.N)
+	spent := proccost.Since(before.proc)
+	cpuNs, ctxSw, rw := spent.PerOp(b.N)
+	userNs, sysNs := spent.UserSysPerOp(b.N)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(rw, "rw-syscalls/op")
 	b.ReportMetric(cpuNs, "cpu-ns/op")
+	b.ReportMetric(userNs, "user-ns/op")
+	b.ReportMetric(sysNs, "sys-ns/op")
 	b.ReportMetric(ctxSw, "ctxsw/op")
 	b.ReportMetric(float64(ms.Mallocs-before.mallocs)/float64(b.N), "mallocs/op")
 }

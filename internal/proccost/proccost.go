@@ -16,6 +16,8 @@ import (
 // Cost is a reading, or the difference of two.
 type Cost struct {
 	CPU   time.Duration // user + system time
+	User  time.Duration // user time: the process's own code
+	Sys   time.Duration // system time: the kernel on its behalf
 	CtxSw int64         // voluntary + involuntary context switches
 	RW    int64         // read and write syscalls
 }
@@ -25,7 +27,8 @@ func Read() Cost {
 	var c Cost
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		c.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		c.User, c.Sys = time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+		c.CPU = c.User + c.Sys
 		c.CtxSw = ru.Nvcsw + ru.Nivcsw
 	}
 	if data, err := os.ReadFile("/proc/self/io"); err == nil {
@@ -43,7 +46,8 @@ func Read() Cost {
 // Since returns what was spent from the reading before until now.
 func Since(before Cost) Cost {
 	now := Read()
-	return Cost{CPU: now.CPU - before.CPU, CtxSw: now.CtxSw - before.CtxSw, RW: now.RW - before.RW}
+	return Cost{CPU: now.CPU - before.CPU, User: now.User - before.User, Sys: now.Sys - before.Sys,
+		CtxSw: now.CtxSw - before.CtxSw, RW: now.RW - before.RW}
 }
 
 // PerOp divides c by n operations: CPU ns, context switches and read/write
@@ -51,4 +55,10 @@ func Since(before Cost) Cost {
 func (c Cost) PerOp(n int) (cpuNs, ctxSw, rw float64) {
 	f := float64(n)
 	return float64(c.CPU.Nanoseconds()) / f, float64(c.CtxSw) / f, float64(c.RW) / f
+}
+
+// UserSysPerOp divides c's user and system time by n operations, in ns.
+func (c Cost) UserSysPerOp(n int) (userNs, sysNs float64) {
+	f := float64(n)
+	return float64(c.User.Nanoseconds()) / f, float64(c.Sys.Nanoseconds()) / f
 }

@@ -43,4 +43,11 @@ func TestSinceCountsWork(t *testing.T) {
 	if rw < 1 || cpuNs <= 0 {
 		t.Fatalf("PerOp(100) = cpu %v ns, rw %v", cpuNs, rw)
 	}
+	// The busy loop is user time; the split adds up to the total.
+	if d.User <= 0 || d.User+d.Sys != d.CPU {
+		t.Fatalf("user %v + sys %v, want a positive user time adding up to CPU %v", d.User, d.Sys, d.CPU)
+	}
+	if u, s := d.UserSysPerOp(100); u <= 0 || u+s <= 0 {
+		t.Fatalf("UserSysPerOp(100) = %v, %v", u, s)
+	}
 }
