@@ -128,7 +128,6 @@ type clientConn struct {
 	recvUnacked    int32  // consumed connection window not yet returned
 	stray          int    // frames for gone streams still allowed
 	unackedResets  int    // streams reset by this side awaiting the PING ack (slots.go)
-	readBefore     uint32 // streams below this ID were opened before a stream frame was read
 	pings          map[[8]byte]chan struct{}
 	freeBufs       [][]byte // receive buffers of finished streams (recycleBufLocked)
 

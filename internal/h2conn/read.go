@@ -130,7 +130,6 @@ func (a forgetActs) do(c *clientConn) {
 // stream this side has not opened yet is a connection error (RFC 9113
 // section 5.1), as in net/http.
 func (c *clientConn) streamLocked(id uint32, dataFrame bool) (*stream, error) {
-	c.readBefore = c.nextID // every stream opened so far has seen a frame since
 	if cs := c.streams[id]; cs != nil {
 		return cs, nil
 	}

@@ -155,19 +155,21 @@ func (c *clientConn) settingsPending() bool {
 	return !c.settled && !c.dead
 }
 
-// A stream this side resets before the server ended it may still count
-// against the server's limit until the server has read the RST_STREAM,
-// and a server that read nothing since the stream was sent may be dead:
-// as net/http does, when no stream frame was read since the stream was
-// opened, its reset goes out with a PING, and the stream keeps counting
-// (c.unackedResets) until the PING is acknowledged. A
-// server that never acknowledges it is given up after PingTimeout, so a
-// connection full of unconfirmed resets does not hold requests for good.
+// A stream this side resets before the server ended it still counts
+// against the server's limit on the server's side until the server has
+// read the RST_STREAM and its handler has ended, and a server that reads
+// nothing may be dead. So, as net/http does, the reset goes out with a
+// PING and the stream keeps counting (c.unackedResets) until the PING is
+// acknowledged: a stream opened at once in its place is one a server that
+// still counts the reset refuses (Go's server resets it with
+// PROTOCOL_ERROR). A server that never acknowledges is given up after
+// PingTimeout, so a connection full of unconfirmed resets does not hold
+// requests for good.
 
 // countResetLocked counts cs's reset as unconfirmed if the server had not
 // ended the stream; c.mu held. It reports whether it did.
 func (c *clientConn) countResetLocked(cs *stream) bool {
-	if cs.recvEnded || c.dead || cs.id < c.readBefore {
+	if cs.recvEnded || c.dead {
 		return false
 	}
 	c.unackedResets++
