@@ -156,15 +156,16 @@ func (c *clientConn) settingsPending() bool {
 }
 
 // A stream this side resets before the server ended it still counts
-// against the server's limit on the server's side until the server has
-// read the RST_STREAM and its handler has ended, and a server that reads
-// nothing may be dead. So, as net/http does, the reset goes out with a
-// PING and the stream keeps counting (c.unackedResets) until the PING is
-// acknowledged: a stream opened at once in its place is one a server that
-// still counts the reset refuses (Go's server resets it with
-// PROTOCOL_ERROR). A server that never acknowledges is given up after
-// PingTimeout, so a connection full of unconfirmed resets does not hold
-// requests for good.
+// against the server's limit until the server has read the RST_STREAM,
+// and a server that reads nothing may be dead. So, as net/http does, the
+// reset goes out with a PING and the stream keeps counting
+// (c.unackedResets) until the PING is acknowledged. The stream leaves
+// c.streams before its RST_STREAM is written (outside c.mu), so without
+// the count another request could take its place and get its HEADERS to
+// the server first, over the server's limit (Go's server resets such a
+// stream with PROTOCOL_ERROR). A server that never acknowledges is given
+// up after PingTimeout, so a connection full of unconfirmed resets does
+// not hold requests for good.
 
 // countResetLocked counts cs's reset as unconfirmed if the server had not
 // ended the stream; c.mu held. It reports whether it did.
