@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/ferryhttp/ferry v0.0.0
 	github.com/valyala/fasthttp v1.78.0
+	golang.org/x/net v0.62.0
 )
 
 require (
@@ -14,7 +15,6 @@ require (
 	github.com/quic-go/quic-go v0.65.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

@@ -37,7 +37,7 @@ type pairedClient struct {
 	name string
 	ops  []func() // one per goroutine of the g64 row (ops[0] for g1)
 	done func()
-	cpu  time.Duration // charged so far
+	cost proccost.Cost // charged so far
 }
 
 func newPairedClients(b *testing.B, url, addr string, goroutines int) []*pairedClient {
@@ -66,15 +66,15 @@ func newPairedClients(b *testing.B, url, addr string, goroutines int) []*pairedC
 }
 
 // runChunk makes n requests with c spread over its goroutines (one
-// goroutine: on the caller's) and returns the process CPU they took.
-func (c *pairedClient) runChunk(n int) time.Duration {
+// goroutine: on the caller's) and returns what the process spent on them.
+func (c *pairedClient) runChunk(n int) proccost.Cost {
 	before := proccost.Read()
 	if len(c.ops) == 1 {
 		op := c.ops[0]
 		for range n {
 			op()
 		}
-		return proccost.Since(before).CPU
+		return proccost.Since(before)
 	}
 	var wg sync.WaitGroup
 	per := n / len(c.ops)
@@ -92,14 +92,15 @@ func (c *pairedClient) runChunk(n int) time.Duration {
 		}()
 	}
 	wg.Wait()
-	return proccost.Since(before).CPU
+	return proccost.Since(before)
 }
 
 // runTurns warms every client with warm requests, sizes a turn from the
 // slowest client so that one turn lasts about pairedChunk (a multiple of
 // per, the goroutines of a client), makes b.N requests with each client in
 // turns (order reversed every turn), reports each client's
-// <name>-cpu-ns/op and returns those figures by name.
+// <name>-cpu-ns/op and returns those figures by name (each client's whole
+// cost stays in its cost field).
 func runTurns(b *testing.B, clients []*pairedClient, warm, per int) map[string]float64 {
 	chunk := 1
 	for _, c := range clients {
@@ -117,14 +118,14 @@ func runTurns(b *testing.B, clients []*pairedClient, warm, per int) map[string]f
 			if turn%2 == 1 {
 				c = clients[len(clients)-1-i]
 			}
-			c.cpu += c.runChunk(n)
+			c.cost = c.cost.Plus(c.runChunk(n))
 		}
 		done += n
 	}
 	b.StopTimer()
 	perOp := map[string]float64{}
 	for _, c := range clients {
-		perOp[c.name] = float64(c.cpu.Nanoseconds()) / float64(b.N)
+		perOp[c.name] = float64(c.cost.CPU.Nanoseconds()) / float64(b.N)
 		b.ReportMetric(perOp[c.name], c.name+"-cpu-ns/op")
 	}
 	return perOp

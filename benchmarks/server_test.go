@@ -25,10 +25,17 @@ func TestMain(m *testing.M) {
 		runServer()
 		return
 	}
+	if os.Getenv(h2ServerEnv) != "" {
+		runH2Server()
+		return
+	}
 	pinBenchmarks()
 	code := m.Run()
 	if stopServer != nil {
 		stopServer()
+	}
+	if h2Server.stop != nil {
+		h2Server.stop()
 	}
 	os.Exit(code)
 }

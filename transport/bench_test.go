@@ -50,16 +50,19 @@ func markCost() costMark {
 }
 
 // reportCost reports the process's CPU, context switches and read/write
-// syscalls per op since before, and mallocs/op: allocations per op with
+// syscalls (together, then reads and writes apart) per op since before, and mallocs/op: allocations per op with
 // two decimals (allocs/op is truncated to an integer, which can hide a
 // difference of one allocation between two rows).
 func reportCost(b *testing.B, before costMark) {
 	spent := proccost.Since(before.proc)
 	cpuNs, ctxSw, rw := spent.PerOp(b.N)
 	userNs, sysNs := spent.UserSysPerOp(b.N)
+	reads, writes := spent.ReadsWritesPerOp(b.N)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(rw, "rw-syscalls/op")
+	b.ReportMetric(reads, "r-syscalls/op")
+	b.ReportMetric(writes, "w-syscalls/op")
 	b.ReportMetric(cpuNs, "cpu-ns/op")
 	b.ReportMetric(userNs, "user-ns/op")
 	b.ReportMetric(sysNs, "sys-ns/op")

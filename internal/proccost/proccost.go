@@ -19,7 +19,10 @@ type Cost struct {
 	User  time.Duration // user time: the process's own code
 	Sys   time.Duration // system time: the kernel on its behalf
 	CtxSw int64         // voluntary + involuntary context switches
-	RW    int64         // read and write syscalls
+	RW    int64         // read and write syscalls: Reads + Writes
+	Reads int64         // read syscalls (syscr), failed ones included
+	// Writes is write syscalls (syscw).
+	Writes int64
 }
 
 // Read returns the process's cost so far.
@@ -34,12 +37,18 @@ func Read() Cost {
 	if data, err := os.ReadFile("/proc/self/io"); err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
 			k, v, ok := strings.Cut(line, ": ")
-			if ok && (k == "syscr" || k == "syscw") {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				c.RW += n
+			if !ok {
+				continue
+			}
+			switch k {
+			case "syscr":
+				c.Reads, _ = strconv.ParseInt(v, 10, 64)
+			case "syscw":
+				c.Writes, _ = strconv.ParseInt(v, 10, 64)
 			}
 		}
 	}
+	c.RW = c.Reads + c.Writes
 	return c
 }
 
@@ -47,7 +56,14 @@ func Read() Cost {
 func Since(before Cost) Cost {
 	now := Read()
 	return Cost{CPU: now.CPU - before.CPU, User: now.User - before.User, Sys: now.Sys - before.Sys,
-		CtxSw: now.CtxSw - before.CtxSw, RW: now.RW - before.RW}
+		CtxSw: now.CtxSw - before.CtxSw, RW: now.RW - before.RW,
+		Reads: now.Reads - before.Reads, Writes: now.Writes - before.Writes}
+}
+
+// Plus returns the sum of c and d (the cost of two measured spans).
+func (c Cost) Plus(d Cost) Cost {
+	return Cost{CPU: c.CPU + d.CPU, User: c.User + d.User, Sys: c.Sys + d.Sys,
+		CtxSw: c.CtxSw + d.CtxSw, RW: c.RW + d.RW, Reads: c.Reads + d.Reads, Writes: c.Writes + d.Writes}
 }
 
 // PerOp divides c by n operations: CPU ns, context switches and read/write
@@ -55,6 +71,12 @@ func Since(before Cost) Cost {
 func (c Cost) PerOp(n int) (cpuNs, ctxSw, rw float64) {
 	f := float64(n)
 	return float64(c.CPU.Nanoseconds()) / f, float64(c.CtxSw) / f, float64(c.RW) / f
+}
+
+// ReadsWritesPerOp divides c's read and write syscalls by n operations.
+func (c Cost) ReadsWritesPerOp(n int) (reads, writes float64) {
+	f := float64(n)
+	return float64(c.Reads) / f, float64(c.Writes) / f
 }
 
 // UserSysPerOp divides c's user and system time by n operations, in ns.
