@@ -40,6 +40,14 @@ const (
 	benchH2PostLargePath = "/post64k"
 )
 
+// The small upload row: a POST of benchH2SmallLen bytes to
+// benchH2PostSmallPath, made as http.NewRequest makes one from a
+// bytes.Reader (GetBody set), is answered like the large one.
+const (
+	benchH2SmallLen      = 1 << 10
+	benchH2PostSmallPath = "/post1k"
+)
+
 func init() {
 	// The child never returns to the test framework: it serves until its
 	// parent closes stdin.
@@ -69,11 +77,15 @@ func runBenchH2Server() {
 			switch r.URL.Path {
 			case benchH2GetLargePath:
 				w.Write(large)
-			case benchH2PostLargePath:
+			case benchH2PostLargePath, benchH2PostSmallPath:
 				// The upload's length is the answer; anything but exactly
-				// benchH2LargeLen bytes is a 400 the client reports.
+				// the row's length is a 400 the client reports.
+				want := int64(benchH2LargeLen)
+				if r.URL.Path == benchH2PostSmallPath {
+					want = benchH2SmallLen
+				}
 				n, err := io.Copy(io.Discard, r.Body)
-				if err != nil || n != benchH2LargeLen || r.ContentLength != benchH2LargeLen {
+				if err != nil || n != want || r.ContentLength != want {
 					w.WriteHeader(http.StatusBadRequest)
 				}
 				w.Write(strconv.AppendInt(nil, n, 10))
@@ -151,6 +163,29 @@ func benchH2PostLarge(b *testing.B, rt http.RoundTripper, req *http.Request, buf
 
 var benchH2LargeLenText = strconv.Itoa(benchH2LargeLen)
 
+var (
+	benchH2SmallPayload = bytes.Repeat([]byte("s"), benchH2SmallLen)
+	benchH2SmallLenText = strconv.Itoa(benchH2SmallLen)
+)
+
+// benchH2PostSmall POSTs benchH2SmallLen bytes with a body as
+// http.NewRequest makes it from a bytes.Reader (GetBody set: the body can
+// be sent again) and checks the server read exactly that many. The
+// request copy, the reader and its wrapper are the row's allocations,
+// the same for every client.
+func benchH2PostSmall(b *testing.B, rt http.RoundTripper, req *http.Request, buf []byte) {
+	post := *req
+	post.Method = "POST"
+	post.ContentLength = benchH2SmallLen
+	post.Body = io.NopCloser(bytes.NewReader(benchH2SmallPayload))
+	post.GetBody = benchH2SmallGetBody
+	benchH2Check(b, rt, &post, buf, len(benchH2SmallLenText), benchH2SmallLenText)
+}
+
+func benchH2SmallGetBody() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(benchH2SmallPayload)), nil
+}
+
 // benchH2Check sends req, checks the response is 200 over HTTP/2 with a
 // body of wantLen bytes (equal to wantBody when that is not empty), and
 // reads it whole into buf.
@@ -189,7 +224,8 @@ func readFull(resp *http.Response, buf []byte) (int, error) {
 
 // benchRoundTripH2 adds impl's h2/serial and h2/parallel rows to
 // BenchmarkRoundTrip, and those of the 64 KiB response (h2/get64k) and
-// the 64 KiB upload (h2/post64k).
+// the 64 KiB upload (h2/post64k), and those of a 1 KiB upload made as
+// http.NewRequest makes it (h2/post1k).
 func benchRoundTripH2(b *testing.B, impl string) {
 	url := startBenchH2Server(b)
 	newRT := func() http.RoundTripper { return benchH2Client(impl) }
@@ -197,4 +233,5 @@ func benchRoundTripH2(b *testing.B, impl string) {
 	base := strings.TrimSuffix(url, "/bench")
 	benchServedRows(b, impl+"/h2/get64k", newRT, base+benchH2GetLargePath, benchH2LargeLen+1, benchH2GetLarge)
 	benchServedRows(b, impl+"/h2/post64k", newRT, base+benchH2PostLargePath, 512, benchH2PostLarge)
+	benchServedRows(b, impl+"/h2/post1k", newRT, base+benchH2PostSmallPath, 512, benchH2PostSmall)
 }

@@ -404,6 +404,16 @@ func copyBody(bw *bufio.Writer, r io.Reader, stream bool) (int64, error) {
 // It allocates nothing and costs a few nanoseconds (unwrapNopCloser).
 func isKnownInMemory(body io.Reader) bool { return inMemoryReader(body) != nil }
 
+// InMemoryLen returns the bytes not yet read of a body isKnownInMemory
+// accepts; ok is false for any other body. The HTTP/2 connection uses it
+// to send a small body with its HEADERS (h2conn.ReplayBody.MarkInMemory).
+func InMemoryLen(body io.Reader) (n int, ok bool) {
+	if r := inMemoryReader(body); r != nil {
+		return r.Len(), true
+	}
+	return 0, false
+}
+
 // inMemoryBody is what the readers isKnownInMemory accepts have in common.
 type inMemoryBody interface {
 	io.Reader

@@ -21,6 +21,10 @@ import (
 // after a held Close fails, as a Read of a closed body would.
 type ReplayBody struct {
 	body io.ReadCloser
+	// inMemory: body holds its bytes in memory, exactly the request's
+	// ContentLength of them, so reading it never waits (MarkInMemory).
+	// Set before the body is handed to a connection, then read-only.
+	inMemory bool
 
 	// mu guards state and read. The body's Read and Close are called
 	// outside it.
@@ -31,6 +35,13 @@ type ReplayBody struct {
 
 // NewReplayBody wraps body, the caller's request body, for one attempt.
 func NewReplayBody(body io.ReadCloser) *ReplayBody { return &ReplayBody{body: body} }
+
+// MarkInMemory tells the connection that the body holds its bytes in
+// memory, exactly the request's ContentLength of them, and that the
+// request has GetBody to send it again: reading it never waits for the
+// server, so a small one may go out with the HEADERS, in the same write,
+// on the caller's goroutine (inline.go). Call it before RoundTrip.
+func (b *ReplayBody) MarkInMemory() { b.inMemory = true }
 
 type replayState uint8
 

@@ -46,9 +46,6 @@ func (c *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	if !requestWrittenAtOnce(req) {
 		cs.body = req.Body
 	}
-	if cs.body != nil || c.headerTimeout > 0 || req.Cancel != nil {
-		cs.ready = make(chan struct{})
-	}
 	head, err := c.checkRequest(req)
 	if err != nil {
 		return nil, c.failBeforeOpen(cs, err)
@@ -64,6 +61,12 @@ func (c *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 		cs.expect = true
 		cs.on100 = make(chan struct{}, 1)
 	}
+	// inline: the body goes out with the HEADERS unless openStream finds
+	// no window for it (it then makes ready itself).
+	cs.inline = inlineCandidate(cs)
+	if (cs.body != nil && !cs.inline) || c.headerTimeout > 0 || req.Cancel != nil {
+		cs.ready = make(chan struct{})
+	}
 	if err := c.openStream(cs); err != nil {
 		return nil, c.failBeforeOpen(cs, err)
 	}
@@ -73,11 +76,16 @@ func (c *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 		cs.stopCtx = context.AfterFunc(ctx, func() { c.cancelStream(cs, ctx.Err()) })
 	}
 
-	if cs.body != nil {
+	if cs.body != nil && !cs.inline {
 		cs.wroteReq = make(chan struct{})
 		go c.writeBody(cs)
-	} else if trace != nil && trace.WroteRequest != nil {
-		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	} else {
+		if cs.inline {
+			cs.closeBody() // written whole: net/http closes it now
+		}
+		if trace != nil && trace.WroteRequest != nil {
+			trace.WroteRequest(httptrace.WroteRequestInfo{})
+		}
 	}
 	return c.awaitResponse(cs)
 }
@@ -166,8 +174,19 @@ func (c *clientConn) openStream(cs *stream) error {
 		c.streams[cs.id] = cs
 		cs.sendWindow = c.peerWindow
 		cs.recvAvail = c.streamWindow
-		if cs.body == nil {
-			cs.sentEnd = true
+		if cs.inline && !c.takeInlineWindowLocked(cs) {
+			// No room for the whole body now: writeBody sends it as
+			// the windows open.
+			cs.inline = false
+			if cs.ready == nil {
+				cs.ready = make(chan struct{})
+			}
+		}
+		if cs.inline {
+			cs.bodyRead = true
+		}
+		if cs.body == nil || cs.inline {
+			cs.sentEnd = true // the HEADERS or the inline DATA end the request
 		}
 		if closes {
 			c.setDeadLocked()
@@ -175,6 +194,21 @@ func (c *clientConn) openStream(cs *stream) error {
 		maxFrame := c.peerMaxFrame
 		c.mu.Unlock()
 
+		var inlineBuf *[sendBufLen]byte
+		var inlineData []byte
+		if cs.inline {
+			// Read before anything is written: a body that cannot be read
+			// leaves nothing of the stream on the wire.
+			var err error
+			if inlineBuf, inlineData, err = readInlineBody(cs); err != nil {
+				c.wmu.Unlock()
+				c.mu.Lock()
+				connInc, closeNow := c.dropUnsentLocked(cs, err)
+				c.mu.Unlock()
+				c.afterForget(connInc, closeNow)
+				return err
+			}
+		}
 		c.encodeRequestLocked(cs)
 		err := c.writeHeaderBlockLocked(cs.id, cs.body == nil, maxFrame)
 		if err == nil && cs.trace != nil && cs.trace.WroteHeaders != nil {
@@ -183,10 +217,18 @@ func (c *clientConn) openStream(cs *stream) error {
 			// before this goroutine goes on.
 			cs.trace.WroteHeaders()
 		}
+		if err == nil && cs.inline {
+			if err = c.fr.WriteData(cs.id, true, inlineData); err != nil {
+				c.werr = err
+			}
+		}
 		if err == nil {
 			err = c.flushLocked()
 		}
 		c.wmu.Unlock()
+		if inlineBuf != nil {
+			sendBufPool.Put(inlineBuf)
+		}
 		if err != nil {
 			c.mu.Lock()
 			c.abortLocked(cs, err, 0)
@@ -194,7 +236,7 @@ func (c *clientConn) openStream(cs *stream) error {
 			c.mu.Unlock()
 			c.afterForget(connInc, closeNow)
 			c.closeWith(errClientConnLost)
-			return &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: err}
+			return &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: !cs.inline, Err: err}
 		}
 		return nil
 	}

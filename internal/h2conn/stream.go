@@ -31,6 +31,10 @@ type stream struct {
 	body   io.ReadCloser
 	isHead bool
 	expect bool // Expect: 100-continue with a wait before the body
+	// inline: the body goes out with the HEADERS (inline.go). Decided by
+	// RoundTrip and openStream before the stream is shared, then
+	// read-only.
+	inline bool
 	// ready is closed when readyDone becomes true; it exists only when
 	// RoundTrip's wait has something else to select on (a request body,
 	// ResponseHeaderTimeout, req.Cancel): otherwise RoundTrip waits on
