@@ -2,13 +2,11 @@ package h2conn
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/testpeer"
 	"golang.org/x/net/http2"
 )
 
@@ -80,58 +78,17 @@ func TestAwaitPeerSettingsEndsAtDeath(t *testing.T) {
 	<-aDone
 }
 
-// startNoSettingsServer accepts one cleartext HTTP/2 connection and never
-// sends its SETTINGS: it reads frames, acknowledges the client's SETTINGS,
-// no PING, and hands each request's HEADERS to onHeaders (an error ends the
-// connection). The test's cleanup closes it and waits for its goroutine.
+// startNoSettingsServer starts a cleartext HTTP/2 server that never sends
+// its SETTINGS nor acknowledges a PING, and hands each request's HEADERS
+// to onHeaders (an error ends the connection). The test's cleanup closes
+// it.
 func startNoSettingsServer(t *testing.T, onHeaders func(fr *http2.Framer, id uint32) error) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex // guards conn
-	var conn net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		mu.Lock()
-		conn = nc
-		mu.Unlock()
-		defer nc.Close()
-		if _, err := io.ReadFull(nc, make([]byte, len(http2.ClientPreface))); err != nil {
-			return
-		}
-		fr := http2.NewFramer(nc, nc)
-		for {
-			f, err := fr.ReadFrame()
-			if err != nil {
-				return
-			}
-			switch f := f.(type) {
-			case *http2.SettingsFrame:
-				if !f.IsAck() && fr.WriteSettingsAck() != nil {
-					return
-				}
-			case *http2.HeadersFrame:
-				if onHeaders(fr, f.StreamID) != nil {
-					return
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		if conn != nil {
-			conn.Close()
-		}
-		mu.Unlock()
-		<-done
-	})
-	return ln.Addr().String()
+	return testpeer.StartH2(t, testpeer.H2Script{
+		NoSettings: true,
+		NoPingAck:  true,
+		OnHeaders: func(_, _ int, fr *http2.Framer, id uint32) error {
+			return onHeaders(fr, id)
+		},
+	}).Addr()
 }

@@ -265,32 +265,6 @@ func TestServerPushRefused(t *testing.T) {
 	}
 }
 
-func TestTrailers(t *testing.T) {
-	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Trailer", "X-Sum")
-		io.WriteString(w, "body")
-		w.Header().Set("X-Sum", "got "+r.Trailer.Get("X-Req"))
-	}))
-	c := newConn(t, s, Config{})
-	req := newRequest(t, "POST", s.url("/"), io.NopCloser(strings.NewReader("payload")))
-	req.ContentLength = -1
-	req.Trailer = http.Header{"X-Req": {"abc"}}
-	resp, err := c.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, declared := resp.Trailer["X-Sum"]; !declared {
-		t.Fatalf("trailer key not declared up front: %v", resp.Trailer)
-	}
-	if body := readAll(t, resp); body != "body" {
-		t.Fatalf("body %q", body)
-	}
-	if got := resp.Trailer.Get("X-Sum"); got != "got abc" {
-		t.Fatalf("trailer X-Sum = %q", got)
-	}
-}
-
 func TestBigBodies(t *testing.T) {
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(w, r.Body) // echo, streaming both ways at once
@@ -317,7 +291,13 @@ func TestBigBodies(t *testing.T) {
 }
 
 func TestCancelOneStream(t *testing.T) {
+	held := make(chan struct{}, 1)
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/held" {
+			held <- struct{}{}
+			<-r.Context().Done() // no response head until the reset
+			return
+		}
 		w.WriteHeader(200)
 		w.(http.Flusher).Flush()
 		if r.URL.Path == "/slow" {
@@ -368,6 +348,20 @@ func TestCancelOneStream(t *testing.T) {
 	}
 	if _, idle := c.IdleSince(); !idle {
 		t.Fatal("slot leaked after a failed RoundTrip")
+	}
+
+	// Cancelled while waiting for the response head, once the server has
+	// the request: the context's error, and the connection stays usable.
+	ctx3, cancel3 := context.WithCancel(context.Background())
+	defer cancel3()
+	waiting := goRoundTrip(c, newRequest(t, "GET", s.url("/held"), nil).WithContext(ctx3))
+	<-held
+	cancel3()
+	if err := <-waiting; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled while waiting for the head: err %v, want context.Canceled", err)
+	}
+	if !c.Usable() {
+		t.Fatal("a cancelled request cost the connection")
 	}
 }
 

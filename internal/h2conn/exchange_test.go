@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -145,6 +144,10 @@ func TestLargeResponseAndConcurrency(t *testing.T) {
 	wg.Wait()
 }
 
+// TestTrailersBothWays: request trailers reach the server whether their
+// values are known up front or set when the body reaches EOF, and the
+// response's declared trailers are keys in resp.Trailer before the body
+// is read, with their values at its EOF.
 func TestTrailersBothWays(t *testing.T) {
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -154,22 +157,40 @@ func TestTrailersBothWays(t *testing.T) {
 		w.Header().Set("X-Out", "in="+r.Trailer.Get("X-In"))
 	}))
 	c := newConn(t, s, Config{})
-	req := newRequest(t, "POST", s.url("/"), io.MultiReader(strings.NewReader("payload")))
-	req.Trailer = http.Header{"X-In": nil}
-	req.Body = &trailerSetter{r: strings.NewReader("payload"), set: func() { req.Trailer.Set("X-In", "t1") }}
-	req.ContentLength = 0
-	resp, err := c.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := resp.Trailer["X-Out"]; !ok {
-		t.Fatalf("declared trailer missing before EOF: %v", resp.Trailer)
-	}
-	if got := readAll(t, resp); got != "body" {
-		t.Fatalf("body %q", got)
-	}
-	if got := resp.Trailer.Get("X-Out"); got != "in=t1" {
-		t.Fatalf("trailer X-Out %q, want in=t1", got)
+	for _, tc := range []struct {
+		name string
+		make func() *http.Request
+		want string
+	}{
+		{"values known up front", func() *http.Request {
+			req := newRequest(t, "POST", s.url("/"), io.NopCloser(strings.NewReader("payload")))
+			req.ContentLength = -1
+			req.Trailer = http.Header{"X-In": {"abc"}}
+			return req
+		}, "in=abc"},
+		{"values set at the body's EOF", func() *http.Request {
+			req := newRequest(t, "POST", s.url("/"), nil)
+			req.Trailer = http.Header{"X-In": nil}
+			req.Body = &trailerSetter{r: strings.NewReader("payload"), set: func() { req.Trailer.Set("X-In", "t1") }}
+			req.ContentLength = 0
+			return req
+		}, "in=t1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := c.RoundTrip(tc.make())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := resp.Trailer["X-Out"]; !ok {
+				t.Fatalf("declared trailer missing before EOF: %v", resp.Trailer)
+			}
+			if got := readAll(t, resp); got != "body" {
+				t.Fatalf("body %q", got)
+			}
+			if got := resp.Trailer.Get("X-Out"); got != tc.want {
+				t.Fatalf("trailer X-Out %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -226,28 +247,6 @@ func TestBodyCloseResetsOnlyItsStream(t *testing.T) {
 	}
 }
 
-func TestContextCancel(t *testing.T) {
-	release := make(chan struct{})
-	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer close(release)
-	c := newConn(t, s, Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	req := newRequest(t, "GET", s.url("/"), nil).WithContext(ctx)
-	time.AfterFunc(50*time.Millisecond, cancel)
-	_, err := c.RoundTrip(req)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err %v, want context.Canceled", err)
-	}
-	if !c.Usable() {
-		t.Fatal("a cancelled request cost the connection")
-	}
-}
-
 func TestTraceAnd1xx(t *testing.T) {
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body) // sends 100 Continue
@@ -301,7 +300,11 @@ func TestTraceAnd1xx(t *testing.T) {
 	}
 }
 
-func TestGoAwayOnShutdown(t *testing.T) {
+// TestGoAwayOnIdleConnection: a server shutting down sends GOAWAY to a
+// connection with no request in flight; the connection takes no new
+// stream from then on, and a request sent on it gets a retryable error.
+// (TestGoAwayMidFlight has a request in flight.)
+func TestGoAwayOnIdleConnection(t *testing.T) {
 	s := startServer(t, true, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}))

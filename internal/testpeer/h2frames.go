@@ -27,6 +27,9 @@ type H2Script struct {
 	// last. A connection that ends before its first HEADERS gets no
 	// SETTINGS and no call.
 	SettingsAfterHeaders func(conn int)
+	// NoSettings: the server never sends its SETTINGS (it acknowledges
+	// the client's and answers requests all the same).
+	NoSettings bool
 	// OnHeaders answers a request's HEADERS frame on connection conn (0,
 	// 1, ... in accept order), the stream-th request of that connection.
 	// An error ends the connection. Nil ignores requests.
@@ -129,7 +132,7 @@ func (s *H2Server) serve(n int, c net.Conn) {
 		}
 		s.script.SettingsAfterHeaders(n)
 	}
-	if fr.WriteSettings(s.script.Settings...) != nil {
+	if !s.script.NoSettings && fr.WriteSettings(s.script.Settings...) != nil {
 		return
 	}
 	h := h2Handler{s: s, n: n, fr: fr, mutePings: s.script.NoPingAck}
