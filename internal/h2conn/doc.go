@@ -15,6 +15,7 @@
 //   - request.go: RoundTrip, from the request to the response.
 //   - write.go: the writes (HEADERS, DATA, resets, window updates), under
 //     one write lock.
+//   - inline.go: a small in-memory request body sent with its HEADERS.
 //   - read.go: the frame reader, one goroutine per connection.
 //   - stream.go: a stream's state and its response body.
 //   - flow.go: flow control, both directions.
