@@ -7,8 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
+	"golang.org/x/net/http2"
 )
 
 // TestH2InMemoryBodySentWithHeaders pins which request bodies go out with
@@ -81,4 +85,53 @@ func TestH2InMemoryBodySentWithHeaders(t *testing.T) {
 	if ferryErr == nil || netErr == nil || ferryErr.Error() != netErr.Error() {
 		t.Errorf("ContentLength 3 for 5 bytes: ferry %v, net/http %v", ferryErr, netErr)
 	}
+}
+
+// TestH2InMemoryBodyReplayedAfterRefusedStream: a body sent with its
+// HEADERS has been read when the server refuses the stream, so the retry
+// sends a fresh copy from GetBody, whole, on the next stream.
+func TestH2InMemoryBodyReplayedAfterRefusedStream(t *testing.T) {
+	var mu sync.Mutex             // guards bodies
+	bodies := map[uint32]string{} // stream ID: DATA received, "|end" once ended
+	s := testpeer.StartH2(t, testpeer.H2Script{
+		OnHeaders: func(conn, stream int, fr *http2.Framer, id uint32) error {
+			if conn == 0 && stream == 0 {
+				return fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+			}
+			return testpeer.H2OK(fr, id)
+		},
+		OnData: func(_ int, id uint32, data []byte, end bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			bodies[id] += string(data)
+			if end {
+				bodies[id] += "|end"
+			}
+		},
+	})
+	tr := h2cTransport()
+	defer tr.CloseIdleConnections()
+	req := newReq(t, "POST", "http://"+s.Addr()+"/", strings.NewReader("payload"))
+	getBody := req.GetBody
+	var copies atomic.Int32
+	req.GetBody = func() (io.ReadCloser, error) { copies.Add(1); return getBody() }
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Fatalf("body %q, want ok", b)
+	}
+	if n := copies.Load(); n != 1 {
+		t.Errorf("GetBody called %d times, want 1 (for the retry)", n)
+	}
+	got := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return bodies[1] + " " + bodies[3]
+	}
+	// The server answered at the HEADERS; it reads the DATA after them.
+	eventually(t, "both streams' bodies at the server", func() bool { return got() == "payload|end payload|end" })
 }

@@ -44,6 +44,10 @@ type H2Script struct {
 	// OnReset, when set, is told of each RST_STREAM read on connection
 	// conn, after it was counted.
 	OnReset func(conn int, streamID uint32)
+	// OnData, when set, is given each DATA frame's payload read on
+	// connection conn (valid only during the call) and whether it ends
+	// the stream; not those read before SettingsAfterHeaders returns.
+	OnData func(conn int, streamID uint32, data []byte, endStream bool)
 }
 
 // H2Server is an in-process cleartext HTTP/2 server written with x/net's
@@ -137,6 +141,9 @@ func (s *H2Server) serve(n int, c net.Conn) {
 	}
 	h := h2Handler{s: s, n: n, fr: fr, mutePings: s.script.NoPingAck}
 	for _, f := range early {
+		if _, ok := f.(*http2.DataFrame); ok {
+			continue // its payload was overwritten by later reads
+		}
 		if h.handle(f) != nil {
 			return
 		}
@@ -185,6 +192,10 @@ func (h *h2Handler) handle(f http2.Frame) error {
 		}
 		if s.script.OnReset != nil {
 			s.script.OnReset(h.n, f.StreamID)
+		}
+	case *http2.DataFrame:
+		if s.script.OnData != nil {
+			s.script.OnData(h.n, f.StreamID, f.Data(), f.StreamEnded())
 		}
 	case *http2.HeadersFrame:
 		s.mu.Lock()
