@@ -3,7 +3,6 @@ package benchmarks
 import (
 	"crypto/tls"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/ferryhttp/ferry/internal/benchchild"
-	"github.com/ferryhttp/ferry/internal/selfsigned"
 	"github.com/ferryhttp/ferry/transport"
 	"golang.org/x/net/http2"
 )
@@ -34,27 +32,13 @@ const h2ServerEnv = "FERRY_BENCHMARKS_H2_SERVER"
 const h2BodyLen = 128
 
 func runH2Server() {
-	cert, err := selfsigned.New("127.0.0.1")
-	if err != nil {
-		benchchild.Fail(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		benchchild.Fail(err)
-	}
 	body := []byte(strings.Repeat("x", h2BodyLen))
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h := w.Header()
-			h["Content-Type"] = []string{"text/plain"}
-			h["X-Request-Id"] = []string{"0123456789"}
-			w.Write(body)
-		}),
-		TLSConfig: cert.ServerConfig(),
-	}
-	srv.TLSConfig.NextProtos = []string{"h2"}
-	benchchild.Announce(ln)
-	srv.ServeTLS(ln, "", "")
+	benchchild.ServeHTTP2(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Content-Type"] = []string{"text/plain"}
+		h["X-Request-Id"] = []string{"0123456789"}
+		w.Write(body)
+	}))
 }
 
 var h2Server struct {

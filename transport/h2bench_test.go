@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/ferryhttp/ferry/internal/benchchild"
-	"github.com/ferryhttp/ferry/internal/selfsigned"
 	"golang.org/x/net/http2"
 )
 
@@ -58,48 +56,32 @@ func init() {
 }
 
 func runBenchH2Server() {
-	cert, err := selfsigned.New("127.0.0.1")
-	if err != nil {
-		benchchild.Fail(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		benchchild.Fail(err)
-	}
 	body := []byte(strings.Repeat("x", benchBodyLen))
 	large := []byte(strings.Repeat("y", benchH2LargeLen))
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h := w.Header()
-			h["Content-Type"] = []string{"text/plain"}
-			h["X-Bench-Header-2"] = []string{"value-2"}
-			h["X-Bench-Header-3"] = []string{"value-3"}
-			switch r.URL.Path {
-			case benchH2GetLargePath:
-				w.Write(large)
-			case benchH2PostLargePath, benchH2PostSmallPath:
-				// The upload's length is the answer; anything but exactly
-				// the row's length is a 400 the client reports.
-				want := int64(benchH2LargeLen)
-				if r.URL.Path == benchH2PostSmallPath {
-					want = benchH2SmallLen
-				}
-				n, err := io.Copy(io.Discard, r.Body)
-				if err != nil || n != want || r.ContentLength != want {
-					w.WriteHeader(http.StatusBadRequest)
-				}
-				w.Write(strconv.AppendInt(nil, n, 10))
-			default:
-				w.Write(body)
+	benchchild.ServeHTTP2(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Content-Type"] = []string{"text/plain"}
+		h["X-Bench-Header-2"] = []string{"value-2"}
+		h["X-Bench-Header-3"] = []string{"value-3"}
+		switch r.URL.Path {
+		case benchH2GetLargePath:
+			w.Write(large)
+		case benchH2PostLargePath, benchH2PostSmallPath:
+			// The upload's length is the answer; anything but exactly
+			// the row's length is a 400 the client reports.
+			want := int64(benchH2LargeLen)
+			if r.URL.Path == benchH2PostSmallPath {
+				want = benchH2SmallLen
 			}
-		}),
-		TLSConfig: cert.ServerConfig(),
-		ErrorLog:  nilLogger(),
-	}
-	srv.TLSConfig.NextProtos = []string{"h2"}
-	benchchild.Announce(ln)
-	srv.ServeTLS(ln, "", "")
-	os.Exit(0)
+			n, err := io.Copy(io.Discard, r.Body)
+			if err != nil || n != want || r.ContentLength != want {
+				w.WriteHeader(http.StatusBadRequest)
+			}
+			w.Write(strconv.AppendInt(nil, n, 10))
+		default:
+			w.Write(body)
+		}
+	}))
 }
 
 var benchH2 struct {

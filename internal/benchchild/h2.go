@@ -1,0 +1,31 @@
+package benchchild
+
+import (
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+
+	"github.com/ferryhttp/ferry/internal/selfsigned"
+)
+
+// ServeHTTP2 serves h with a net/http server speaking HTTP/2 over TLS
+// (ALPN "h2" only, a throwaway certificate for 127.0.0.1) on a loopback
+// port, announced as Serve does; it does not return. The server's error
+// log is discarded: clients that go away are no news in a benchmark.
+func ServeHTTP2(h http.Handler) {
+	cert, err := selfsigned.New("127.0.0.1")
+	if err != nil {
+		Fail(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		Fail(err)
+	}
+	srv := &http.Server{Handler: h, TLSConfig: cert.ServerConfig(), ErrorLog: log.New(io.Discard, "", 0)}
+	srv.TLSConfig.NextProtos = []string{"h2"}
+	Announce(ln)
+	srv.ServeTLS(ln, "", "")
+	os.Exit(0)
+}
