@@ -14,7 +14,7 @@ import (
 // bytes, with GetBody to send it again), it fits in one frame and in both
 // send windows when the stream opens, and the request has no trailers and
 // no "Expect: 100-continue". Any other body, or one the windows cannot take
-// at once, is sent by writeBody as before.
+// at once, is sent by writeBody (write.go) from a goroutine of its own.
 
 // maxInlineBody is the largest body sent with the HEADERS: one DATA frame.
 const maxInlineBody = maxDataChunk
