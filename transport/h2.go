@@ -352,8 +352,10 @@ func (t *Transport) roundTripShared(ctx context.Context, req *http.Request, o *h
 		// The connection closes the body on every error; the wrapper keeps an unread
 		// body open until we know whether it is sent again.
 		rb = h2conn.NewReplayBody(o.Body)
-		if n, ok := h1conn.InMemoryLen(o.Body); ok && o.SyncBody && int64(n) == o.ContentLength {
-			rb.MarkInMemory() // a small one goes out with the HEADERS
+		if o.SyncBody { // known in memory, with GetBody: see h1conn.WritesInline
+			if n, ok := h1conn.InMemoryLen(o.Body); ok && int64(n) == o.ContentLength {
+				rb.MarkInMemory() // a small one goes out with the HEADERS
+			}
 		}
 		r2 := *req
 		r2.Body = rb

@@ -182,9 +182,6 @@ func (c *clientConn) openStream(cs *stream) error {
 				cs.ready = make(chan struct{})
 			}
 		}
-		if cs.inline {
-			cs.bodyRead = true
-		}
 		if cs.body == nil || cs.inline {
 			cs.sentEnd = true // the HEADERS or the inline DATA end the request
 		}

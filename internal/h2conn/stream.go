@@ -67,7 +67,6 @@ type stream struct {
 	remain      int64       // declared response Content-Length left, -1 unknown
 	trailer     http.Header // response trailers received
 	bytes1xx    int64       // header bytes of 1xx responses so far
-	bodyRead    bool        // a Read of the request body began
 	stopBody    bool        // send no more of the request body
 	bodyShut    bool        // the request body was closed
 	slotHeld    bool        // the request's slot is not yet released

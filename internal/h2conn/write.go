@@ -172,7 +172,6 @@ func (c *clientConn) sendBody(cs *stream) error {
 		}
 		return err
 	}
-	cs.bodyRead = true
 	c.mu.Unlock()
 
 	bufp := sendBufPool.Get().(*[sendBufLen]byte)
