@@ -130,20 +130,38 @@ func TestDialAddrsLosersClosed(t *testing.T) {
 	fdsBefore := openFDs(t)
 	d := &Dialer{FallbackDelay: time.Nanosecond}
 	const rounds = 20
+	winners := map[string]bool{} // the winning connections' local addresses
 	for range rounds {
 		c, err := d.DialAddrs(t.Context(), []netip.Addr{v4, v6}, s4.port)
 		if err != nil {
 			t.Fatal(err)
 		}
-		winner := c.LocalAddr().String()
+		winners[c.LocalAddr().String()] = true
 		c.Close()
-		_ = winner
 	}
+	if len(winners) != rounds {
+		t.Fatalf("%d distinct winning connections for %d dials", len(winners), rounds)
+	}
+	// Every winner reached a server. Its accept may still be on its way
+	// from the listener's queue to the server's goroutine, so wait for each
+	// (counting the losers accepted meanwhile) rather than count at once.
+	accepted := 0
+	deadline := time.After(10 * time.Second)
+	for pending := len(winners); pending > 0; {
+		var a net.Addr
+		select {
+		case a = <-s4.accepted:
+		case a = <-s6.accepted:
+		case <-deadline:
+			t.Fatalf("%d of %d winning connections never accepted", pending, len(winners))
+		}
+		accepted++
+		if winners[a.String()] {
+			pending--
+		}
+	}
+	accepted += len(s4.accepted) + len(s6.accepted) // losers accepted so far
 	// Every accepted connection (winners and connected losers) ends closed.
-	accepted := len(s4.accepted) + len(s6.accepted)
-	if accepted < rounds {
-		t.Fatalf("accepted %d connections for %d dials", accepted, rounds)
-	}
 	for range accepted {
 		select {
 		case <-s4.closed:
