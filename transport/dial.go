@@ -9,6 +9,7 @@ import (
 
 	"github.com/ferryhttp/ferry/internal/dialer"
 	"github.com/ferryhttp/ferry/internal/dnscache"
+	"github.com/ferryhttp/ferry/internal/sockio"
 	"github.com/ferryhttp/ferry/internal/sockopt"
 )
 
@@ -71,7 +72,17 @@ func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (di
 	}
 	d := dialedConn{conn: raw}
 	if isTLS {
-		tc, err := dialer.HandshakeTLS(ctx, raw, t.tlsConfigForKey(host, key), t.TLSHandshakeTimeout)
+		tlsUnder := raw
+		if guardConn != nil {
+			// A socket ferry opened itself carries its TLS records with
+			// raw reads and writes (internal/sockio): the connection is
+			// seen only as the *tls.Conn, and the socket stays reachable
+			// through NetConn. A caller's dialled connection is used as
+			// it came, as is a cleartext one, which httptrace's GotConn
+			// hands out.
+			tlsUnder = sockio.Wrap(raw)
+		}
+		tc, err := dialer.HandshakeTLS(ctx, tlsUnder, t.tlsConfigForKey(host, key), t.TLSHandshakeTimeout)
 		if err != nil {
 			return dialedConn{}, err
 		}

@@ -1,0 +1,106 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"testing"
+
+	"github.com/ferryhttp/ferry/internal/sockio"
+)
+
+// netConnUnder is what GotConn reported for one GET on rt: the connection,
+// and (for TLS) the connection under its TLS.
+func netConnUnder(t *testing.T, rt http.RoundTripper, url string, wantProto int) (conn, under net.Conn) {
+	t.Helper()
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { conn = info.Conn }}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", url, nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(body) != "socket" || resp.ProtoMajor != wantProto {
+		t.Fatalf("got %s %q (err %v), want HTTP/%d \"socket\"", resp.Proto, body, err, wantProto)
+	}
+	if tc, ok := conn.(*tls.Conn); ok {
+		under = tc.NetConn()
+	}
+	return conn, under
+}
+
+// TestOwnTLSSocketsUseRawSocketIO pins where ferry reads and writes with
+// raw system calls (internal/sockio): under the TLS of a socket it dialled
+// itself, over HTTP/1.1 and HTTP/2, with the *net.TCPConn reachable
+// through NetConn. A caller's DialContext connection and a cleartext one
+// (which GotConn hands to the caller as dialled) are used as they are.
+func TestOwnTLSSocketsUseRawSocketIO(t *testing.T) {
+	if !sockio.Enabled() {
+		t.Skip("raw socket I/O is off on this platform or by FERRY_RAWIO=off")
+	}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "socket") })
+	h2 := httptest.NewUnstartedServer(handler)
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	defer h2.Close()
+	h1 := httptest.NewTLSServer(handler)
+	defer h1.Close()
+	clear := httptest.NewServer(handler)
+	defer clear.Close()
+	cfg := h2.Client().Transport.(*http.Transport).TLSClientConfig
+
+	for _, tc := range []struct {
+		name  string
+		url   string
+		proto int
+	}{
+		{"h2", h2.URL, 2},
+		{"h1 over TLS", h1.URL, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
+			defer rt.CloseIdleConnections()
+			_, under := netConnUnder(t, rt, tc.url, tc.proto)
+			sc, ok := under.(*sockio.Conn)
+			if !ok {
+				t.Fatalf("TLS runs over %T, want *sockio.Conn", under)
+			}
+			if _, ok := sc.NetConn().(*net.TCPConn); !ok {
+				t.Fatalf("sockio.Conn.NetConn() = %T, want *net.TCPConn", sc.NetConn())
+			}
+		})
+	}
+	t.Run("caller's DialContext", func(t *testing.T) {
+		rt := &Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true, DialContext: (&net.Dialer{}).DialContext}
+		defer rt.CloseIdleConnections()
+		if _, under := netConnUnder(t, rt, h2.URL, 2); !isTCPConn(under) {
+			t.Fatalf("TLS over a caller's connection runs over %T, want its *net.TCPConn", under)
+		}
+	})
+	t.Run("cleartext", func(t *testing.T) {
+		rt := &Transport{}
+		defer rt.CloseIdleConnections()
+		if conn, _ := netConnUnder(t, rt, clear.URL, 1); !isTCPConn(conn) {
+			t.Fatalf("GotConn reported %T for cleartext, want the *net.TCPConn", conn)
+		}
+	})
+	t.Run("FERRY_RAWIO=off", func(t *testing.T) {
+		was := sockio.SetEnabled(false)
+		defer sockio.SetEnabled(was)
+		rt := &Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}
+		defer rt.CloseIdleConnections()
+		if _, under := netConnUnder(t, rt, h2.URL, 2); !isTCPConn(under) {
+			t.Fatalf("with raw socket I/O off, TLS runs over %T, want *net.TCPConn", under)
+		}
+	})
+}
+
+func isTCPConn(c net.Conn) bool {
+	_, ok := c.(*net.TCPConn)
+	return ok
+}
