@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"bytes"
 	"crypto/tls"
 	"io"
 	"net/http"
@@ -18,26 +19,47 @@ import (
 // ferry, net/http and x/net's own http2.Transport ("xnet") take turns of
 // about 50 ms on one shared connection each, GETting a small response
 // from a net/http server in a child process, every response checked.
+// BenchmarkPairedH2/{get64k,post64k}/{g1,g64} do the same with a 64 KiB
+// response body, and with a 64 KiB upload (the server checks its length);
+// both are larger than HTTP/2's initial window, so flow control takes part.
 //
 // Reported per request and per client: <client>-cpu-ns/op, -user-ns/op
 // (the client's own code and the Go runtime), -sys-ns/op (the kernel:
 // mostly loopback TCP, which every client pays for each call it makes),
-// -r-syscalls/op and -w-syscalls/op; and ferry/nethttp of the CPU and of
-// the user time.
+// -r-syscalls/op, -w-syscalls/op and -wall-ns/op (the wall time of its
+// turns); and ferry/nethttp of the CPU, of the user time and of the wall
+// time.
 
 // h2ServerEnv makes the test binary a child serving HTTP/2 over TLS.
 const h2ServerEnv = "FERRY_BENCHMARKS_H2_SERVER"
 
-// h2BodyLen is the HTTP/2 server's response body length.
-const h2BodyLen = 128
+// h2BodyLen is the HTTP/2 server's response body length; h2LargeLen that
+// of its large response (/bench64k) and of the uploads to /upload64k.
+const (
+	h2BodyLen  = 128
+	h2LargeLen = 64 << 10
+)
 
 func runH2Server() {
 	body := []byte(strings.Repeat("x", h2BodyLen))
+	large := []byte(strings.Repeat("y", h2LargeLen))
 	benchchild.ServeHTTP2(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h["Content-Type"] = []string{"text/plain"}
 		h["X-Request-Id"] = []string{"0123456789"}
-		w.Write(body)
+		switch r.URL.Path {
+		case "/bench64k":
+			w.Write(large)
+		case "/upload64k":
+			// The body's length as the server read it: the client checks it.
+			n, err := io.Copy(io.Discard, r.Body)
+			if err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+			}
+			w.Write([]byte(strconv.FormatInt(n, 10)))
+		default:
+			w.Write(body)
+		}
 	}))
 }
 
@@ -59,27 +81,50 @@ func startH2Server(b *testing.B) string {
 }
 
 // h2Get is one goroutine's GET of url on rt, checked: 200 over HTTP/2
-// with exactly the server's body.
-func h2Get(b *testing.B, rt http.RoundTripper, url string) func() {
+// with exactly the server's bodyLen bytes.
+func h2Get(b *testing.B, rt http.RoundTripper, url string, bodyLen int) func() {
 	req, _ := http.NewRequest("GET", url, nil)
-	buf := make([]byte, h2BodyLen+1)
+	buf := make([]byte, bodyLen+1)
 	return func() {
 		resp, err := rt.RoundTrip(req)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if resp.ProtoMajor != 2 {
-			b.Fatalf("protocol %s, want HTTP/2", resp.Proto)
-		}
-		n, err := io.ReadFull(resp.Body, buf)
-		resp.Body.Close()
-		if err != io.ErrUnexpectedEOF || n != h2BodyLen || resp.StatusCode != 200 {
-			b.Fatalf("status %d, body %d bytes, err %v", resp.StatusCode, n, err)
-		}
+		h2Check(b, resp, buf, bodyLen, "")
 	}
 }
 
-func newPairedH2Clients(b *testing.B, url string, goroutines int) []*pairedClient {
+// h2Upload is one goroutine's POST of h2LargeLen bytes to url on rt, made
+// as http.NewRequest makes it (GetBody set), checked: 200 over HTTP/2 and
+// the server read exactly that many bytes.
+func h2Upload(b *testing.B, rt http.RoundTripper, url string) func() {
+	payload := bytes.Repeat([]byte("u"), h2LargeLen)
+	want := strconv.Itoa(h2LargeLen)
+	buf := make([]byte, len(want)+1)
+	return func() {
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(payload))
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h2Check(b, resp, buf, len(want), want)
+	}
+}
+
+// h2Check reads resp's body into buf and fails b unless it is a 200 over
+// HTTP/2 with exactly bodyLen bytes (and, when want is set, those bytes).
+func h2Check(b *testing.B, resp *http.Response, buf []byte, bodyLen int, want string) {
+	if resp.ProtoMajor != 2 {
+		b.Fatalf("protocol %s, want HTTP/2", resp.Proto)
+	}
+	n, err := io.ReadFull(resp.Body, buf)
+	resp.Body.Close()
+	if err != io.ErrUnexpectedEOF || n != bodyLen || resp.StatusCode != 200 || (want != "" && string(buf[:n]) != want) {
+		b.Fatalf("status %d, body %d bytes %.20q, err %v", resp.StatusCode, n, buf[:n], err)
+	}
+}
+
+func newPairedH2Clients(b *testing.B, op func(http.RoundTripper) func(), goroutines int) []*pairedClient {
 	cfg := func() *tls.Config { return &tls.Config{InsecureSkipVerify: true} } // loopback child, throwaway cert
 	ft := &transport.Transport{TLSClientConfig: cfg(), ForceAttemptHTTP2: true}
 	nt := &http.Transport{TLSClientConfig: cfg(), ForceAttemptHTTP2: true}
@@ -92,35 +137,49 @@ func newPairedH2Clients(b *testing.B, url string, goroutines int) []*pairedClien
 	}
 	for _, c := range clients {
 		for range goroutines {
-			c.ops = append(c.ops, h2Get(b, rts[c.name], url))
+			c.ops = append(c.ops, op(rts[c.name]))
 		}
 	}
 	return clients
 }
 
 func BenchmarkPairedH2(b *testing.B) {
-	url := "https://" + startH2Server(b) + "/bench"
+	base := "https://" + startH2Server(b)
+	get := func(rt http.RoundTripper) func() { return h2Get(b, rt, base+"/bench", h2BodyLen) }
+	runPairedH2(b, "", get)
+	get64k := func(rt http.RoundTripper) func() { return h2Get(b, rt, base+"/bench64k", h2LargeLen) }
+	runPairedH2(b, "get64k/", get64k)
+	post64k := func(rt http.RoundTripper) func() { return h2Upload(b, rt, base+"/upload64k") }
+	runPairedH2(b, "post64k/", post64k)
+}
+
+// runPairedH2 adds the rows prefix+{g1,g64}: the three clients in turns,
+// each goroutine doing what op makes for its client.
+func runPairedH2(b *testing.B, prefix string, op func(http.RoundTripper) func()) {
 	for _, g := range []int{1, 64} {
-		b.Run("g"+strconv.Itoa(g), func(b *testing.B) {
-			clients := newPairedH2Clients(b, url, g)
+		b.Run(prefix+"g"+strconv.Itoa(g), func(b *testing.B) {
+			clients := newPairedH2Clients(b, op, g)
 			defer func() {
 				for _, c := range clients {
 					c.done()
 				}
 			}()
 			perOp := runTurns(b, clients, 4*g, g)
-			user := map[string]float64{}
+			user, wall := map[string]float64{}, map[string]float64{}
 			for _, c := range clients {
 				u, s := c.cost.UserSysPerOp(b.N)
 				r, w := c.cost.ReadsWritesPerOp(b.N)
 				user[c.name] = u
+				wall[c.name] = float64(c.wall.Nanoseconds()) / float64(b.N)
 				b.ReportMetric(u, c.name+"-user-ns/op")
 				b.ReportMetric(s, c.name+"-sys-ns/op")
 				b.ReportMetric(r, c.name+"-r-syscalls/op")
 				b.ReportMetric(w, c.name+"-w-syscalls/op")
+				b.ReportMetric(wall[c.name], c.name+"-wall-ns/op")
 			}
 			b.ReportMetric(perOp["ferry"]/perOp["nethttp"], "ferry/nethttp-cpu")
 			b.ReportMetric(user["ferry"]/user["nethttp"], "ferry/nethttp-user")
+			b.ReportMetric(wall["ferry"]/wall["nethttp"], "ferry/nethttp-wall")
 		})
 	}
 }

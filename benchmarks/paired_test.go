@@ -38,6 +38,7 @@ type pairedClient struct {
 	ops  []func() // one per goroutine of the g64 row (ops[0] for g1)
 	done func()
 	cost proccost.Cost // charged so far
+	wall time.Duration // wall time of its turns so far
 }
 
 func newPairedClients(b *testing.B, url, addr string, goroutines int) []*pairedClient {
@@ -118,7 +119,9 @@ func runTurns(b *testing.B, clients []*pairedClient, warm, per int) map[string]f
 			if turn%2 == 1 {
 				c = clients[len(clients)-1-i]
 			}
+			start := time.Now()
 			c.cost = c.cost.Plus(c.runChunk(n))
+			c.wall += time.Since(start)
 		}
 		done += n
 	}
