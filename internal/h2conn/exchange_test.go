@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // Tests of the connection against net/http's HTTP/2 server over loopback,
@@ -171,7 +173,7 @@ func TestTrailersBothWays(t *testing.T) {
 		{"values set at the body's EOF", func() *http.Request {
 			req := newRequest(t, "POST", s.url("/"), nil)
 			req.Trailer = http.Header{"X-In": nil}
-			req.Body = &trailerSetter{r: strings.NewReader("payload"), set: func() { req.Trailer.Set("X-In", "t1") }}
+			req.Body = &testpeer.TrailerBody{R: strings.NewReader("payload"), Set: func() { req.Trailer.Set("X-In", "t1") }}
 			req.ContentLength = 0
 			return req
 		}, "in=t1"},
@@ -193,21 +195,6 @@ func TestTrailersBothWays(t *testing.T) {
 		})
 	}
 }
-
-// trailerSetter sets the request trailers when the body reaches EOF.
-type trailerSetter struct {
-	r   io.Reader
-	set func()
-}
-
-func (b *trailerSetter) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err == io.EOF {
-		b.set()
-	}
-	return n, err
-}
-func (b *trailerSetter) Close() error { return nil }
 
 func TestBodyCloseResetsOnlyItsStream(t *testing.T) {
 	cancelled := make(chan struct{}, 1)

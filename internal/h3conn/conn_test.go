@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // echoHandler reports what the server saw: method, host, body, trailers.
@@ -60,7 +62,7 @@ func TestRoundTripMethodsBodiesTrailers(t *testing.T) {
 			if tt.reqTrailer != "" {
 				req.Trailer = http.Header{"X-Client-Trailer": nil}
 				req.ContentLength = -1
-				req.Body = &trailerSetter{r: req.Body, set: func() { req.Trailer.Set("X-Client-Trailer", tt.reqTrailer) }}
+				req.Body = &testpeer.TrailerBody{R: req.Body, Set: func() { req.Trailer.Set("X-Client-Trailer", tt.reqTrailer) }}
 			}
 			resp, err := c.RoundTrip(req)
 			if err != nil {
@@ -98,23 +100,6 @@ func TestRoundTripMethodsBodiesTrailers(t *testing.T) {
 		t.Error("connection not idle after every body was read")
 	}
 }
-
-// trailerSetter sets request trailer values when the body hits EOF, as a
-// streaming client does.
-type trailerSetter struct {
-	r   io.Reader
-	set func()
-}
-
-func (b *trailerSetter) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if err == io.EOF {
-		b.set()
-	}
-	return n, err
-}
-
-func (b *trailerSetter) Close() error { return nil }
 
 // TestAlternativeAuthorityAndSNI connects to 127.0.0.1:port (the alternative)
 // for origin "localhost": the certificate is checked for localhost, SNI is

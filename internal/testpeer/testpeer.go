@@ -3,8 +3,9 @@
 // configurations generated into the test's temporary directory, and the
 // in-process peers several packages' tests share: a raw HTTP/2 frame
 // server (h2frames.go) for frames real servers rarely send on demand, a
-// scripted raw TCP server (StartRaw, http1.go), and TCP and UDP relays
-// that can make a path go silent (relay.go).
+// scripted raw TCP server (StartRaw, http1.go), TCP and UDP relays that
+// can make a path go silent (relay.go), and request bodies with behaviour
+// of their own (bodies.go).
 //
 // It is imported only by tests. A program that is not installed skips the
 // test with the Debian package to install, except under CI=true, where
