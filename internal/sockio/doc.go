@@ -6,13 +6,13 @@
 // (entersyscall/exitsyscall). When the process was idle long enough for
 // the runtime's monitor thread (sysmon) to sleep, which is most of the
 // time in a client waiting on the network, entering that call also wakes
-// the monitor: a futex wake and a thread switch for each read and write.
+// the monitor (a futex call, and the monitor's thread runs).
 // A socket the net package opened is non-blocking, so its read and write
 // never wait in the kernel (golang/go#19563 discusses the same point);
 // Conn issues them as raw system calls and leaves the waiting to the net
-// package's poller, through syscall.RawConn. Measured on the HTTP/2 and
-// HTTPS benchmarks, that removes about two thread switches and a third of
-// the client's CPU per request (docs/benchmarks.md).
+// package's poller, through syscall.RawConn. On the HTTP/2 benchmarks that
+// takes about two context switches and a quarter of the client's CPU away
+// from each serial request (docs/benchmarks.md).
 //
 // Contract:
 //
