@@ -22,7 +22,8 @@ type Conn struct {
 }
 
 // Wrap returns c as a *Conn when c is a *net.TCPConn and raw socket I/O is
-// on (Enabled), otherwise c itself.
+// on (Enabled), otherwise c itself. Its errors name the network "tcp", as
+// those of a connection dialled with network "tcp" (ferry's dials) do.
 func Wrap(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok || !enabled.Load() {
