@@ -51,9 +51,10 @@ func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (di
 
 	var raw net.Conn
 	var guardConn *dialer.Conn
+	own := false // ferry dialled the socket itself, with no hook of the caller's
 	switch {
 	case ds.viaProxy():
-		raw, guardConn, err = t.dialProxyHop(ctx, key, ds)
+		raw, guardConn, own, err = t.dialProxyHop(ctx, key, ds)
 	case t.DialContext != nil:
 		raw, err = t.DialContext(ctx, "tcp", key.addr)
 	case t.Dial != nil:
@@ -61,7 +62,7 @@ func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (di
 	default:
 		guardConn, err = t.dialItself(ctx, host, portStr, ds)
 		if guardConn != nil {
-			raw = guardConn.Conn
+			raw, own = guardConn.Conn, true
 		}
 	}
 	if err != nil {
@@ -73,7 +74,7 @@ func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (di
 	d := dialedConn{conn: raw}
 	if isTLS {
 		tlsUnder := raw
-		if guardConn != nil {
+		if own {
 			// A socket ferry opened itself carries its TLS records with
 			// raw reads and writes (internal/sockio): the connection is
 			// seen only as the *tls.Conn, and the socket stays reachable

@@ -237,9 +237,11 @@ func (t *Transport) proxyConfig() *proxydial.Config {
 // built on: the connection to the proxy itself for a forwarded request,
 // or a tunnel to key.addr otherwise (the caller then adds TLS for an https
 // target, as for a direct connection). The second result carries the
-// socket's guard (nil when none can be had); for a forwarded request over
-// an https proxy the connection is the *tls.Conn to the proxy.
-func (t *Transport) dialProxyHop(ctx context.Context, key connKey, ds *dialState) (net.Conn, *dialer.Conn, error) {
+// socket's guard (nil when none can be had); own reports that ferry
+// dialled the socket itself (no dial hook of the caller's). For a
+// forwarded request over an https proxy the connection is the *tls.Conn
+// to the proxy.
+func (t *Transport) dialProxyHop(ctx context.Context, key connKey, ds *dialState) (_ net.Conn, _ *dialer.Conn, own bool, _ error) {
 	r := ds.proxy
 	cfg := *t.proxyConfig()
 	// The caller's TLS dialer reaches an https proxy, as in net/http;
@@ -285,12 +287,13 @@ func (t *Transport) dialProxyHop(ctx context.Context, key connKey, ds *dialState
 		conn, err = proxydial.Tunnel(ctx, r.url, key.addr, &cfg)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
+	own = sock != nil
 	if sock == nil {
 		sock = guardedSocket(first)
 	}
-	return conn, sock, nil
+	return conn, sock, own, nil
 }
 
 // guardedSocket gives a socket the caller's dial hook returned a guard, so

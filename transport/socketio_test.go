@@ -82,6 +82,25 @@ func TestOwnTLSSocketsUseRawSocketIO(t *testing.T) {
 			t.Fatalf("TLS over a caller's connection runs over %T, want its *net.TCPConn", under)
 		}
 	})
+	// Through a CONNECT proxy the origin's TLS runs over the socket to the
+	// proxy: wrapped when ferry dialled it, as it came from a caller's
+	// DialContext.
+	proxy := startTestProxy(t, nil, "")
+	t.Run("tunnel, ferry's dial", func(t *testing.T) {
+		rt := &Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true, Proxy: http.ProxyURL(proxy.url("", ""))}
+		defer rt.CloseIdleConnections()
+		if _, under := netConnUnder(t, rt, h2.URL, 2); !isSockio(under) {
+			t.Fatalf("TLS through a tunnel ferry dialled runs over %T, want *sockio.Conn", under)
+		}
+	})
+	t.Run("tunnel, caller's DialContext", func(t *testing.T) {
+		rt := &Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true, Proxy: http.ProxyURL(proxy.url("", "")),
+			DialContext: (&net.Dialer{}).DialContext}
+		defer rt.CloseIdleConnections()
+		if _, under := netConnUnder(t, rt, h2.URL, 2); !isTCPConn(under) {
+			t.Fatalf("TLS through a tunnel on a caller's connection runs over %T, want its *net.TCPConn", under)
+		}
+	})
 	t.Run("cleartext", func(t *testing.T) {
 		rt := &Transport{}
 		defer rt.CloseIdleConnections()
@@ -98,6 +117,11 @@ func TestOwnTLSSocketsUseRawSocketIO(t *testing.T) {
 			t.Fatalf("with raw socket I/O off, TLS runs over %T, want *net.TCPConn", under)
 		}
 	})
+}
+
+func isSockio(c net.Conn) bool {
+	_, ok := c.(*sockio.Conn)
+	return ok
 }
 
 func isTCPConn(c net.Conn) bool {
