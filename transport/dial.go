@@ -79,8 +79,7 @@ func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (di
 			// raw reads and writes (internal/sockio): the connection is
 			// seen only as the *tls.Conn, and the socket stays reachable
 			// through NetConn. A caller's dialled connection is used as
-			// it came, as is a cleartext one, which httptrace's GotConn
-			// hands out.
+			// it came.
 			tlsUnder = sockio.Wrap(raw)
 		}
 		tc, err := dialer.HandshakeTLS(ctx, tlsUnder, t.tlsConfigForKey(host, key), t.TLSHandshakeTimeout)
@@ -90,8 +89,16 @@ func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (di
 		cs := tc.ConnectionState()
 		d.tlsState = &cs
 		d.conn = tc
-	} else if ds.viaProxy() {
-		d.tlsState = tlsStateOf(raw) // an https proxy forwarding http: net/http reports its TLS
+	} else {
+		if ds.viaProxy() {
+			d.tlsState = tlsStateOf(raw) // an https proxy forwarding http: net/http reports its TLS
+		}
+		if own {
+			// Cleartext on a socket ferry opened: raw reads and writes
+			// too, while GotConn is shown the *net.TCPConn as dialled
+			// (the connections' NetConn unwraps it).
+			d.conn = sockio.Wrap(raw)
+		}
 	}
 	if guardConn != nil {
 		d.guard = guardConn.Guard

@@ -34,12 +34,13 @@ func netConnUnder(t *testing.T, rt http.RoundTripper, url string, wantProto int)
 	return conn, under
 }
 
-// TestOwnTLSSocketsUseRawSocketIO pins where ferry reads and writes with
-// raw system calls (internal/sockio): under the TLS of a socket it dialled
-// itself, over HTTP/1.1 and HTTP/2, with the *net.TCPConn reachable
-// through NetConn. A caller's DialContext connection and a cleartext one
-// (which GotConn hands to the caller as dialled) are used as they are.
-func TestOwnTLSSocketsUseRawSocketIO(t *testing.T) {
+// TestOwnSocketsUseRawSocketIO pins where ferry reads and writes with raw
+// system calls (internal/sockio): on every socket it dialled itself. Under
+// TLS, over HTTP/1.1 and HTTP/2, the *net.TCPConn is reachable through the
+// *tls.Conn's NetConn; in cleartext (HTTP/1.1 and h2c) GotConn still
+// reports the *net.TCPConn as dialled. A caller's DialContext connection
+// is used as it came.
+func TestOwnSocketsUseRawSocketIO(t *testing.T) {
 	if !sockio.Enabled() {
 		t.Skip("raw socket I/O is off on this platform or by FERRY_RAWIO=off")
 	}
@@ -50,7 +51,9 @@ func TestOwnTLSSocketsUseRawSocketIO(t *testing.T) {
 	defer h2.Close()
 	h1 := httptest.NewTLSServer(handler)
 	defer h1.Close()
-	clear := httptest.NewServer(handler)
+	clear := httptest.NewUnstartedServer(handler)
+	clear.Config.Protocols = protocolsOf("h1", "h2c")
+	clear.Start()
 	defer clear.Close()
 	cfg := h2.Client().Transport.(*http.Transport).TLSClientConfig
 
@@ -101,11 +104,51 @@ func TestOwnTLSSocketsUseRawSocketIO(t *testing.T) {
 			t.Fatalf("TLS through a tunnel on a caller's connection runs over %T, want its *net.TCPConn", under)
 		}
 	})
-	t.Run("cleartext", func(t *testing.T) {
+	t.Run("cleartext h1", func(t *testing.T) {
 		rt := &Transport{}
 		defer rt.CloseIdleConnections()
 		if conn, _ := netConnUnder(t, rt, clear.URL, 1); !isTCPConn(conn) {
 			t.Fatalf("GotConn reported %T for cleartext, want the *net.TCPConn", conn)
+		}
+		pc, _, ok := rt.pool.TryGet(connKeyOf(t, rt, clear.URL))
+		if !ok {
+			t.Fatal("no idle connection after the GET")
+		}
+		defer pc.Close()
+		if io := pc.IOConn(); !isSockio(io) {
+			t.Fatalf("cleartext HTTP/1.1 reads and writes %T, want *sockio.Conn", io)
+		}
+	})
+	t.Run("h2c", func(t *testing.T) {
+		rt := &Transport{Protocols: protocolsOf("h2c")}
+		defer rt.CloseIdleConnections()
+		if conn, _ := netConnUnder(t, rt, clear.URL, 2); !isTCPConn(conn) {
+			t.Fatalf("GotConn reported %T for h2c, want the *net.TCPConn", conn)
+		}
+		sc, ok := rt.pool.GetShared(connKeyOf(t, rt, clear.URL))
+		if !ok {
+			t.Fatal("no HTTP/2 connection after the GET")
+		}
+		c := sc.(*h2Shared)
+		defer c.ReleaseStream()
+		if io := c.IOConn(); !isSockio(io) {
+			t.Fatalf("h2c reads and writes %T, want *sockio.Conn", io)
+		}
+		if nc := c.NetConn(); !isTCPConn(nc) {
+			t.Fatalf("h2c connection's NetConn is %T, want the *net.TCPConn", nc)
+		}
+	})
+	t.Run("cleartext, caller's DialContext", func(t *testing.T) {
+		rt := &Transport{DialContext: (&net.Dialer{}).DialContext}
+		defer rt.CloseIdleConnections()
+		netConnUnder(t, rt, clear.URL, 1)
+		pc, _, ok := rt.pool.TryGet(connKeyOf(t, rt, clear.URL))
+		if !ok {
+			t.Fatal("no idle connection after the GET")
+		}
+		defer pc.Close()
+		if io := pc.IOConn(); !isTCPConn(io) {
+			t.Fatalf("a caller's cleartext connection is read and written as %T, want its *net.TCPConn", io)
 		}
 	})
 	t.Run("FERRY_RAWIO=off", func(t *testing.T) {
@@ -115,6 +158,17 @@ func TestOwnTLSSocketsUseRawSocketIO(t *testing.T) {
 		defer rt.CloseIdleConnections()
 		if _, under := netConnUnder(t, rt, h2.URL, 2); !isTCPConn(under) {
 			t.Fatalf("with raw socket I/O off, TLS runs over %T, want *net.TCPConn", under)
+		}
+		ct := &Transport{}
+		defer ct.CloseIdleConnections()
+		netConnUnder(t, ct, clear.URL, 1)
+		pc, _, ok := ct.pool.TryGet(connKeyOf(t, ct, clear.URL))
+		if !ok {
+			t.Fatal("no idle connection after the GET")
+		}
+		defer pc.Close()
+		if io := pc.IOConn(); !isTCPConn(io) {
+			t.Fatalf("with raw socket I/O off, cleartext is read and written as %T, want *net.TCPConn", io)
 		}
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/sockio"
 )
 
 // Conn is one HTTP/1.1 client connection. It serves one request at a
@@ -21,7 +23,7 @@ import (
 type Conn struct {
 	cfg      *Config
 	owner    Owner
-	conn     net.Conn
+	conn     net.Conn // what pc reads and writes (a *sockio.Conn for raw socket I/O)
 	tlsState *tls.ConnectionState
 	br       *bufio.Reader
 	bw       *bufio.Writer
@@ -130,8 +132,14 @@ func (pc *Conn) Init(cfg *Config, owner Owner, conn net.Conn, tlsState *tls.Conn
 	pc.hdrEstimate = int(cfg.HeaderEstimate.Load())
 }
 
-// NetConn returns the network connection under pc.
-func (pc *Conn) NetConn() net.Conn { return pc.conn }
+// NetConn returns the network connection under pc as it was dialled: the
+// *net.TCPConn when pc reads and writes it through a *sockio.Conn. It is
+// what httptrace's GotConn reports, as net/http reports the dialled
+// connection.
+func (pc *Conn) NetConn() net.Conn { return sockio.Unwrap(pc.conn) }
+
+// IOConn returns the connection pc reads and writes.
+func (pc *Conn) IOConn() net.Conn { return pc.conn }
 
 // Reused reports whether a request completed on pc before.
 func (pc *Conn) Reused() bool { return pc.reused }

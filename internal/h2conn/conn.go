@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ferryhttp/ferry/internal/sockio"
 	"golang.org/x/net/http2"
 )
 
@@ -65,8 +66,15 @@ func NewClientConn(nc net.Conn, cfg Config) (*Conn, error) {
 	return c, nil
 }
 
-// NetConn returns the connection given to NewClientConn.
-func (c *Conn) NetConn() net.Conn { return c.nc }
+// NetConn returns the connection given to NewClientConn as it was
+// dialled: the *net.TCPConn under it when it is a *sockio.Conn (raw socket
+// I/O, used for cleartext HTTP/2), which is what httptrace's GotConn
+// reports.
+func (c *Conn) NetConn() net.Conn { return sockio.Unwrap(c.nc) }
+
+// IOConn returns the connection given to NewClientConn, which the
+// connection reads and writes.
+func (c *Conn) IOConn() net.Conn { return c.nc }
 
 // TLS returns the TLS state of the connection, or nil for cleartext HTTP/2.
 func (c *Conn) TLS() *tls.ConnectionState { return c.tls }

@@ -33,7 +33,7 @@ func (c *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
 	if trace != nil && trace.GotConn != nil {
-		info := httptrace.GotConnInfo{Conn: c.nc, Reused: reused, WasIdle: wasIdle}
+		info := httptrace.GotConnInfo{Conn: c.shown, Reused: reused, WasIdle: wasIdle}
 		if wasIdle {
 			info.IdleTime = c.now().Sub(idleSince)
 		}

@@ -42,6 +42,17 @@ func Wrap(c net.Conn) net.Conn {
 // NetConn returns the wrapped *net.TCPConn.
 func (c *Conn) NetConn() net.Conn { return c.TCPConn }
 
+// Unwrap returns the *net.TCPConn under c when c is a *Conn, and c itself
+// otherwise: the connection as dialled, for callers who are shown it (as
+// httptrace's GotConn shows a cleartext connection) while its reads and
+// writes go through the wrapper.
+func Unwrap(c net.Conn) net.Conn {
+	if sc, ok := c.(*Conn); ok {
+		return sc.TCPConn
+	}
+	return c
+}
+
 // Read reads into p as (*net.TCPConn).Read does.
 func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {

@@ -19,7 +19,8 @@
 //   - Wrap returns a *Conn over a *net.TCPConn (exactly that type) and any
 //     other connection unchanged. Conn embeds the *net.TCPConn, so
 //     deadlines, Close, CloseWrite, SyscallConn and the socket-option
-//     methods are the TCPConn's own; NetConn returns it.
+//     methods are the TCPConn's own; NetConn returns it, and so does
+//     Unwrap (which returns any other connection as it is).
 //   - Read and Write behave as the TCPConn's: the same bytes, io.EOF at
 //     the peer's close, and errors of the same types and texts
 //     (*net.OpError over *os.SyscallError, os.ErrDeadlineExceeded,
