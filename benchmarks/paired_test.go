@@ -25,7 +25,8 @@ import (
 // can avoid.
 //
 // b.N is the number of requests each client makes. Reported per request and
-// per client: <client>-cpu-ns/op; and the ratios ferry/fasthttp,
+// per client: <client>-cpu-ns/op, -user-ns/op (the client's code and the
+// Go runtime) and -sys-ns/op (the kernel: mostly loopback TCP); and the ratios ferry/fasthttp,
 // floor/fasthttp, ferry/floor and nethttp/fasthttp of those. Every response is checked as in
 // BenchmarkClient.
 
@@ -146,6 +147,11 @@ func BenchmarkPaired(b *testing.B) {
 				}
 			}()
 			perOp := runTurns(b, clients, 4*g, g)
+			for _, c := range clients {
+				u, s := c.cost.UserSysPerOp(b.N)
+				b.ReportMetric(u, c.name+"-user-ns/op")
+				b.ReportMetric(s, c.name+"-sys-ns/op")
+			}
 			b.ReportMetric(perOp["ferry"]/perOp["fasthttp"], "ferry/fasthttp")
 			b.ReportMetric(perOp["floor"]/perOp["fasthttp"], "floor/fasthttp")
 			b.ReportMetric(perOp["ferry"]/perOp["floor"], "ferry/floor")

@@ -10,9 +10,10 @@
 // A socket the net package opened is non-blocking, so its read and write
 // never wait in the kernel (golang/go#19563 discusses the same point);
 // Conn issues them as raw system calls and leaves the waiting to the net
-// package's poller, through syscall.RawConn. On the HTTP/2 benchmarks that
-// takes about two context switches and a quarter of the client's CPU away
-// from each serial request (docs/benchmarks.md).
+// package's poller, through syscall.RawConn. On the benchmarks that takes
+// about two context switches and a quarter (HTTP/2 over TLS) to a third
+// (cleartext HTTP/1.1) of the client's CPU away from each serial request
+// (docs/benchmarks.md).
 //
 // Contract:
 //
