@@ -83,15 +83,7 @@ func startH2Server(b *testing.B) string {
 // h2Get is one goroutine's GET of url on rt, checked: 200 over HTTP/2
 // with exactly the server's bodyLen bytes.
 func h2Get(b *testing.B, rt http.RoundTripper, url string, bodyLen int) func() {
-	req, _ := http.NewRequest("GET", url, nil)
-	buf := make([]byte, bodyLen+1)
-	return func() {
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		h2Check(b, resp, buf, bodyLen, "")
-	}
+	return protoGet(b, rt, url, 2, bodyLen)
 }
 
 // h2Upload is one goroutine's POST of h2LargeLen bytes to url on rt, made
@@ -107,15 +99,17 @@ func h2Upload(b *testing.B, rt http.RoundTripper, url string) func() {
 		if err != nil {
 			b.Fatal(err)
 		}
-		h2Check(b, resp, buf, len(want), want)
+		checkProtoResponse(b, resp, buf, len(want), want, 2)
 	}
 }
 
-// h2Check reads resp's body into buf and fails b unless it is a 200 over
-// HTTP/2 with exactly bodyLen bytes (and, when want is set, those bytes).
-func h2Check(b *testing.B, resp *http.Response, buf []byte, bodyLen int, want string) {
-	if resp.ProtoMajor != 2 {
-		b.Fatalf("protocol %s, want HTTP/2", resp.Proto)
+// checkProtoResponse reads resp's body into buf and fails b unless it is a 200
+// over HTTP/major with exactly bodyLen bytes (and, when want is set, those
+// bytes).
+func checkProtoResponse(b *testing.B, resp *http.Response, buf []byte, bodyLen int, want string, major int) {
+	if resp.ProtoMajor != major {
+		resp.Body.Close()
+		b.Fatalf("protocol %s, want HTTP/%d", resp.Proto, major)
 	}
 	n, err := io.ReadFull(resp.Body, buf)
 	resp.Body.Close()

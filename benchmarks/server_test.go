@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 		runH2Server()
 		return
 	}
+	if os.Getenv(h3ServerEnv) != "" {
+		runH3Server()
+		return
+	}
 	pinBenchmarks()
 	code := m.Run()
 	if stopServer != nil {
@@ -36,6 +40,9 @@ func TestMain(m *testing.M) {
 	}
 	if h2Server.stop != nil {
 		h2Server.stop()
+	}
+	if h3Server.stop != nil {
+		h3Server.stop()
 	}
 	os.Exit(code)
 }
