@@ -110,12 +110,7 @@ func TestOwnSocketsUseRawSocketIO(t *testing.T) {
 		if conn, _ := netConnUnder(t, rt, clear.URL, 1); !isTCPConn(conn) {
 			t.Fatalf("GotConn reported %T for cleartext, want the *net.TCPConn", conn)
 		}
-		pc, _, ok := rt.pool.TryGet(connKeyOf(t, rt, clear.URL))
-		if !ok {
-			t.Fatal("no idle connection after the GET")
-		}
-		defer pc.Close()
-		if io := pc.IOConn(); !isSockio(io) {
+		if io := idleIOConn(t, rt, clear.URL); !isSockio(io) {
 			t.Fatalf("cleartext HTTP/1.1 reads and writes %T, want *sockio.Conn", io)
 		}
 	})
@@ -142,12 +137,7 @@ func TestOwnSocketsUseRawSocketIO(t *testing.T) {
 		rt := &Transport{DialContext: (&net.Dialer{}).DialContext}
 		defer rt.CloseIdleConnections()
 		netConnUnder(t, rt, clear.URL, 1)
-		pc, _, ok := rt.pool.TryGet(connKeyOf(t, rt, clear.URL))
-		if !ok {
-			t.Fatal("no idle connection after the GET")
-		}
-		defer pc.Close()
-		if io := pc.IOConn(); !isTCPConn(io) {
+		if io := idleIOConn(t, rt, clear.URL); !isTCPConn(io) {
 			t.Fatalf("a caller's cleartext connection is read and written as %T, want its *net.TCPConn", io)
 		}
 	})
@@ -162,15 +152,23 @@ func TestOwnSocketsUseRawSocketIO(t *testing.T) {
 		ct := &Transport{}
 		defer ct.CloseIdleConnections()
 		netConnUnder(t, ct, clear.URL, 1)
-		pc, _, ok := ct.pool.TryGet(connKeyOf(t, ct, clear.URL))
-		if !ok {
-			t.Fatal("no idle connection after the GET")
-		}
-		defer pc.Close()
-		if io := pc.IOConn(); !isTCPConn(io) {
+		if io := idleIOConn(t, ct, clear.URL); !isTCPConn(io) {
 			t.Fatalf("with raw socket I/O off, cleartext is read and written as %T, want *net.TCPConn", io)
 		}
 	})
+}
+
+// idleIOConn takes the idle HTTP/1.1 connection rt keeps for url out of
+// its pool, closes it when the test ends, and returns the connection it
+// reads and writes.
+func idleIOConn(t *testing.T, rt *Transport, url string) net.Conn {
+	t.Helper()
+	pc, _, ok := rt.pool.TryGet(connKeyOf(t, rt, url))
+	if !ok {
+		t.Fatal("no idle connection after the GET")
+	}
+	t.Cleanup(func() { pc.Close() })
+	return pc.IOConn()
 }
 
 func isSockio(c net.Conn) bool {

@@ -15,6 +15,17 @@ import (
 // port, announced as Serve does; it does not return. The server's error
 // log is discarded: clients that go away are no news in a benchmark.
 func ServeHTTP2(h http.Handler) {
+	srv, ln := tlsServer(h)
+	srv.TLSConfig.NextProtos = []string{"h2"}
+	Announce(ln)
+	srv.ServeTLS(ln, "", "")
+	os.Exit(0)
+}
+
+// tlsServer returns an http.Server for h with a throwaway certificate for
+// 127.0.0.1 and its error log discarded, and a TCP listener on a loopback
+// port; a child that cannot have them fails (Fail).
+func tlsServer(h http.Handler) (*http.Server, net.Listener) {
 	cert, err := selfsigned.New("127.0.0.1")
 	if err != nil {
 		Fail(err)
@@ -23,9 +34,5 @@ func ServeHTTP2(h http.Handler) {
 	if err != nil {
 		Fail(err)
 	}
-	srv := &http.Server{Handler: h, TLSConfig: cert.ServerConfig(), ErrorLog: log.New(io.Discard, "", 0)}
-	srv.TLSConfig.NextProtos = []string{"h2"}
-	Announce(ln)
-	srv.ServeTLS(ln, "", "")
-	os.Exit(0)
+	return &http.Server{Handler: h, TLSConfig: cert.ServerConfig(), ErrorLog: log.New(io.Discard, "", 0)}, ln
 }

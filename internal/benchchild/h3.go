@@ -1,13 +1,10 @@
 package benchchild
 
 import (
-	"io"
-	"log"
 	"net"
 	"net/http"
 	"os"
 
-	"github.com/ferryhttp/ferry/internal/selfsigned"
 	"github.com/ferryhttp/ferry/server"
 )
 
@@ -17,19 +14,11 @@ import (
 // announces the TCP address as Serve does and does not return. The
 // server's error log is discarded, as ServeHTTP2's is.
 func ServeHTTP3(h http.Handler) {
-	cert, err := selfsigned.New("127.0.0.1")
-	if err != nil {
-		Fail(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		Fail(err)
-	}
+	hs, ln := tlsServer(h)
 	pc, err := net.ListenPacket("udp", ln.Addr().String())
 	if err != nil {
 		Fail(err)
 	}
-	hs := &http.Server{Handler: h, TLSConfig: cert.ServerConfig(), ErrorLog: log.New(io.Discard, "", 0)}
 	Announce(ln)
 	server.Wrap(hs).ServeTLS(ln, pc, "", "")
 	os.Exit(0)
