@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ferryhttp/ferry/internal/benchchild"
@@ -63,22 +62,9 @@ func runH2Server() {
 	}))
 }
 
-var h2Server struct {
-	once sync.Once
-	addr string
-	stop func()
-	err  error
-}
+var h2Child = &childServer{env: h2ServerEnv, serve: runH2Server}
 
-func startH2Server(b *testing.B) string {
-	h2Server.once.Do(func() {
-		h2Server.addr, h2Server.stop, h2Server.err = benchchild.Start(h2ServerEnv)
-	})
-	if h2Server.err != nil {
-		b.Fatal(h2Server.err)
-	}
-	return h2Server.addr
-}
+func startH2Server(b *testing.B) string { return h2Child.start(b) }
 
 // h2Get is one goroutine's GET of url on rt, checked: 200 over HTTP/2
 // with exactly the server's bodyLen bytes.
@@ -118,11 +104,20 @@ func checkProtoResponse(b *testing.B, resp *http.Response, buf []byte, bodyLen i
 	}
 }
 
-func newPairedH2Clients(b *testing.B, op func(http.RoundTripper) func(), goroutines int) []*pairedClient {
+// h2Clients are the three clients of the HTTP/2 rows, named "ferry",
+// "nethttp" and "xnet"; the rows make a fresh set for each.
+type h2Clients func() (ferry *transport.Transport, nethttp *http.Transport, xnet *http2.Transport)
+
+// tlsH2Clients speak HTTP/2 over TLS to the loopback child.
+func tlsH2Clients() (*transport.Transport, *http.Transport, *http2.Transport) {
 	cfg := func() *tls.Config { return &tls.Config{InsecureSkipVerify: true} } // loopback child, throwaway cert
-	ft := &transport.Transport{TLSClientConfig: cfg(), ForceAttemptHTTP2: true}
-	nt := &http.Transport{TLSClientConfig: cfg(), ForceAttemptHTTP2: true}
-	xt := &http2.Transport{TLSClientConfig: cfg()}
+	return &transport.Transport{TLSClientConfig: cfg(), ForceAttemptHTTP2: true},
+		&http.Transport{TLSClientConfig: cfg(), ForceAttemptHTTP2: true},
+		&http2.Transport{TLSClientConfig: cfg()}
+}
+
+func newPairedH2Clients(newRTs h2Clients, op func(http.RoundTripper) func(), goroutines int) []*pairedClient {
+	ft, nt, xt := newRTs()
 	rts := map[string]http.RoundTripper{"ferry": ft, "nethttp": nt, "xnet": xt}
 	clients := []*pairedClient{
 		{name: "ferry", done: ft.CloseIdleConnections},
@@ -140,19 +135,19 @@ func newPairedH2Clients(b *testing.B, op func(http.RoundTripper) func(), gorouti
 func BenchmarkPairedH2(b *testing.B) {
 	base := "https://" + startH2Server(b)
 	get := func(rt http.RoundTripper) func() { return h2Get(b, rt, base+"/bench", h2BodyLen) }
-	runPairedH2(b, "", get)
+	runPairedH2(b, "", tlsH2Clients, get)
 	get64k := func(rt http.RoundTripper) func() { return h2Get(b, rt, base+"/bench64k", h2LargeLen) }
-	runPairedH2(b, "get64k/", get64k)
+	runPairedH2(b, "get64k/", tlsH2Clients, get64k)
 	post64k := func(rt http.RoundTripper) func() { return h2Upload(b, rt, base+"/upload64k") }
-	runPairedH2(b, "post64k/", post64k)
+	runPairedH2(b, "post64k/", tlsH2Clients, post64k)
 }
 
-// runPairedH2 adds the rows prefix+{g1,g64}: the three clients in turns,
-// each goroutine doing what op makes for its client.
-func runPairedH2(b *testing.B, prefix string, op func(http.RoundTripper) func()) {
+// runPairedH2 adds the rows prefix+{g1,g64}: the clients newRTs makes in
+// turns, each goroutine doing what op makes for its client.
+func runPairedH2(b *testing.B, prefix string, newRTs h2Clients, op func(http.RoundTripper) func()) {
 	for _, g := range []int{1, 64} {
 		b.Run(prefix+"g"+strconv.Itoa(g), func(b *testing.B) {
-			clients := newPairedH2Clients(b, op, g)
+			clients := newPairedH2Clients(newRTs, op, g)
 			defer func() {
 				for _, c := range clients {
 					c.done()

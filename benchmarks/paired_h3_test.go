@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,22 +41,9 @@ func runH3Server() {
 	}))
 }
 
-var h3Server struct {
-	once sync.Once
-	addr string
-	stop func()
-	err  error
-}
+var h3Child = &childServer{env: h3ServerEnv, serve: runH3Server}
 
-func startH3Server(b *testing.B) string {
-	h3Server.once.Do(func() {
-		h3Server.addr, h3Server.stop, h3Server.err = benchchild.Start(h3ServerEnv)
-	})
-	if h3Server.err != nil {
-		b.Fatal(h3Server.err)
-	}
-	return h3Server.addr
-}
+func startH3Server(b *testing.B) string { return h3Child.start(b) }
 
 // protoGet is one goroutine's GET of url on rt, checked: 200 over
 // HTTP/major with exactly bodyLen bytes.

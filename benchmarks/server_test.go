@@ -21,30 +21,47 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(serverEnv) != "" {
-		runServer()
-		return
-	}
-	if os.Getenv(h2ServerEnv) != "" {
-		runH2Server()
-		return
-	}
-	if os.Getenv(h3ServerEnv) != "" {
-		runH3Server()
-		return
+	for _, s := range childServers {
+		if os.Getenv(s.env) != "" {
+			s.serve()
+			return
+		}
 	}
 	pinBenchmarks()
 	code := m.Run()
-	if stopServer != nil {
-		stopServer()
-	}
-	if h2Server.stop != nil {
-		h2Server.stop()
-	}
-	if h3Server.stop != nil {
-		h3Server.stop()
+	for _, s := range childServers {
+		if s.stop != nil {
+			s.stop()
+		}
 	}
 	os.Exit(code)
+}
+
+// A childServer is one of the benchmark servers: this test binary
+// re-executed with env set runs serve instead of the benchmarks. It is
+// started by the first start call and stopped when the benchmarks end.
+type childServer struct {
+	env   string
+	serve func()
+
+	once sync.Once
+	addr string
+	stop func()
+	err  error
+}
+
+// childServers are the servers a benchmark may start.
+var childServers = []*childServer{h1Child, h2Child, h2cChild, h3Child}
+
+// start starts the child once and returns the address it serves on.
+func (s *childServer) start(b *testing.B) string {
+	s.once.Do(func() {
+		s.addr, s.stop, s.err = benchchild.Start(s.env)
+	})
+	if s.err != nil {
+		b.Fatal(s.err)
+	}
+	return s.addr
 }
 
 // pinBenchmarks puts this process and the server child on separate cores
@@ -73,19 +90,6 @@ func runServer() {
 	benchchild.Serve(ln, func(c net.Conn) { benchchild.ServeCannedHTTP1(c, response) })
 }
 
-var (
-	serverOnce sync.Once
-	serverAddr string
-	serverErr  error
-	stopServer func()
-)
+var h1Child = &childServer{env: serverEnv, serve: runServer}
 
-func startServer(b *testing.B) string {
-	serverOnce.Do(func() {
-		serverAddr, stopServer, serverErr = benchchild.Start(serverEnv)
-	})
-	if serverErr != nil {
-		b.Fatal(serverErr)
-	}
-	return serverAddr
-}
+func startServer(b *testing.B) string { return h1Child.start(b) }

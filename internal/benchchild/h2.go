@@ -36,3 +36,19 @@ func tlsServer(h http.Handler) (*http.Server, net.Listener) {
 	}
 	return &http.Server{Handler: h, TLSConfig: cert.ServerConfig(), ErrorLog: log.New(io.Discard, "", 0)}, ln
 }
+
+// ServeH2C serves h with a net/http server speaking cleartext HTTP/2 with
+// prior knowledge only (Protocols: unencrypted HTTP/2) on a loopback
+// port, announced as Serve does; it does not return.
+func ServeH2C(h http.Handler) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		Fail(err)
+	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: h, Protocols: &p, ErrorLog: log.New(io.Discard, "", 0)}
+	Announce(ln)
+	srv.Serve(ln)
+	os.Exit(0)
+}
