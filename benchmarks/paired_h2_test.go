@@ -39,13 +39,27 @@ const (
 	h2LargeLen = 64 << 10
 )
 
+// h2Body is the small response's body of the HTTP/2 and HTTP/3 servers.
+var h2Body = []byte(strings.Repeat("x", h2BodyLen))
+
+// setH2Header sets the header fields of every HTTP/2 and HTTP/3 benchmark
+// response.
+func setH2Header(w http.ResponseWriter) {
+	h := w.Header()
+	h["Content-Type"] = []string{"text/plain"}
+	h["X-Request-Id"] = []string{"0123456789"}
+}
+
+// serveSmall answers every request with the small response.
+func serveSmall(w http.ResponseWriter, _ *http.Request) {
+	setH2Header(w)
+	w.Write(h2Body)
+}
+
 func runH2Server() {
-	body := []byte(strings.Repeat("x", h2BodyLen))
 	large := []byte(strings.Repeat("y", h2LargeLen))
 	benchchild.ServeHTTP2(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h["Content-Type"] = []string{"text/plain"}
-		h["X-Request-Id"] = []string{"0123456789"}
+		setH2Header(w)
 		switch r.URL.Path {
 		case "/bench64k":
 			w.Write(large)
@@ -57,7 +71,7 @@ func runH2Server() {
 			}
 			w.Write([]byte(strconv.FormatInt(n, 10)))
 		default:
-			w.Write(body)
+			w.Write(h2Body)
 		}
 	}))
 }

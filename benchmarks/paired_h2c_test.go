@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/ferryhttp/ferry/internal/benchchild"
@@ -22,15 +21,7 @@ import (
 // h2cServerEnv makes the test binary a child serving h2c.
 const h2cServerEnv = "FERRY_BENCHMARKS_H2C_SERVER"
 
-func runH2CServer() {
-	body := []byte(strings.Repeat("x", h2BodyLen))
-	benchchild.ServeH2C(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h["Content-Type"] = []string{"text/plain"}
-		h["X-Request-Id"] = []string{"0123456789"}
-		w.Write(body)
-	}))
-}
+func runH2CServer() { benchchild.ServeH2C(http.HandlerFunc(serveSmall)) }
 
 var h2cChild = &childServer{env: h2cServerEnv, serve: runH2CServer}
 

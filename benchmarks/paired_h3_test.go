@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,22 +23,15 @@ import (
 // -sys-ns/op and -wall-ns/op; and ferry_h3/ferry_h2 and ferry_h3/nethttp
 // of the CPU. The g1 row also reports <client>-allocs/op, the allocations
 // of this process (the client alone: the server is the child) over 2,000
-// more requests per client after the turns. Read and write system calls are not reported: HTTP/3's
-// sendmsg and recvmsg are not counted where the HTTP/2 clients' read and
-// write are (/proc/self/io), so the figures would not compare.
+// more requests per client after the turns. Read and write system calls
+// are not reported: HTTP/3's sendmsg and recvmsg are not counted where the
+// HTTP/2 clients' read and write are (/proc/self/io), so the figures would
+// not compare.
 
 // h3ServerEnv makes the test binary a child serving through server.Wrap.
 const h3ServerEnv = "FERRY_BENCHMARKS_H3_SERVER"
 
-func runH3Server() {
-	body := []byte(strings.Repeat("x", h2BodyLen))
-	benchchild.ServeHTTP3(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h["Content-Type"] = []string{"text/plain"}
-		h["X-Request-Id"] = []string{"0123456789"}
-		w.Write(body)
-	}))
-}
+func runH3Server() { benchchild.ServeHTTP3(http.HandlerFunc(serveSmall)) }
 
 var h3Child = &childServer{env: h3ServerEnv, serve: runH3Server}
 

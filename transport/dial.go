@@ -71,34 +71,27 @@ func (t *Transport) dialRaw(ctx context.Context, key connKey, ds *dialState) (di
 	if raw == nil {
 		return dialedConn{}, errors.New("net/http: Transport.Dial hook returned (nil, nil)")
 	}
+	if own {
+		// A socket ferry opened itself is read and written with raw
+		// system calls (internal/sockio), under TLS and in cleartext; a
+		// caller's dialled connection is used as it came. Over TLS the
+		// socket stays reachable through the *tls.Conn's NetConn; in
+		// cleartext the connections' NetConn unwraps it, so GotConn is
+		// shown the *net.TCPConn as dialled. (An https proxy's *tls.Conn
+		// is not a TCPConn: Wrap leaves it as it is.)
+		raw = sockio.Wrap(raw)
+	}
 	d := dialedConn{conn: raw}
 	if isTLS {
-		tlsUnder := raw
-		if own {
-			// A socket ferry opened itself carries its TLS records with
-			// raw reads and writes (internal/sockio): the connection is
-			// seen only as the *tls.Conn, and the socket stays reachable
-			// through NetConn. A caller's dialled connection is used as
-			// it came.
-			tlsUnder = sockio.Wrap(raw)
-		}
-		tc, err := dialer.HandshakeTLS(ctx, tlsUnder, t.tlsConfigForKey(host, key), t.TLSHandshakeTimeout)
+		tc, err := dialer.HandshakeTLS(ctx, raw, t.tlsConfigForKey(host, key), t.TLSHandshakeTimeout)
 		if err != nil {
 			return dialedConn{}, err
 		}
 		cs := tc.ConnectionState()
 		d.tlsState = &cs
 		d.conn = tc
-	} else {
-		if ds.viaProxy() {
-			d.tlsState = tlsStateOf(raw) // an https proxy forwarding http: net/http reports its TLS
-		}
-		if own {
-			// Cleartext on a socket ferry opened: raw reads and writes
-			// too, while GotConn is shown the *net.TCPConn as dialled
-			// (the connections' NetConn unwraps it).
-			d.conn = sockio.Wrap(raw)
-		}
+	} else if ds.viaProxy() {
+		d.tlsState = tlsStateOf(raw) // an https proxy forwarding http: net/http reports its TLS
 	}
 	if guardConn != nil {
 		d.guard = guardConn.Guard

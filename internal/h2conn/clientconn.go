@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ferryhttp/ferry/internal/sockio"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -54,12 +53,9 @@ const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 // clientConn is ferry's HTTP/2 client connection; the exported Conn
 // forwards to it.
 type clientConn struct {
-	nc net.Conn // what the connection reads and writes
-	// shown is nc as dialled (the *net.TCPConn under a *sockio.Conn):
-	// what httptrace's GotConn reports.
-	shown net.Conn
-	tls   *tls.ConnectionState
-	now   func() time.Time
+	nc  net.Conn // what the connection reads and writes (Conn.NetConn unwraps it)
+	tls *tls.ConnectionState
+	now func() time.Time
 
 	// Settings from Config, fixed at creation.
 	strict             bool
@@ -153,7 +149,7 @@ type clientConn struct {
 // caller): preface, SETTINGS and the connection window, then the reader.
 func newOwnConn(nc net.Conn, tlsState *tls.ConnectionState, cfg Config) (*clientConn, error) {
 	c := &clientConn{
-		nc: nc, shown: sockio.Unwrap(nc), tls: tlsState, now: cfg.Clock,
+		nc: nc, tls: tlsState, now: cfg.Clock,
 		strict: cfg.strict(), singleUse: cfg.DisableKeepAlives,
 		disableCompression: cfg.DisableCompression,
 		continueTimeout:    cfg.ExpectContinueTimeout,

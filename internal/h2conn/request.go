@@ -6,6 +6,8 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"time"
+
+	"github.com/ferryhttp/ferry/internal/sockio"
 )
 
 // RoundTrip on the own connection: take the slot, open the stream (waiting
@@ -33,7 +35,7 @@ func (c *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	trace := httptrace.ContextClientTrace(ctx)
 	if trace != nil && trace.GotConn != nil {
-		info := httptrace.GotConnInfo{Conn: c.shown, Reused: reused, WasIdle: wasIdle}
+		info := httptrace.GotConnInfo{Conn: sockio.Unwrap(c.nc), Reused: reused, WasIdle: wasIdle}
 		if wasIdle {
 			info.IdleTime = c.now().Sub(idleSince)
 		}
