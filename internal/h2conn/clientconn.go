@@ -88,7 +88,7 @@ type clientConn struct {
 	// may be taken under it, never the other way round.
 	wmu  sync.Mutex
 	bw   *bufio.Writer
-	henc *hpack.Encoder
+	henc fieldCache // the HPACK encoder, writing into hbuf
 	hbuf bytes.Buffer
 	werr error // the first write error: the socket is done for
 
@@ -216,8 +216,9 @@ func newOwnConn(nc net.Conn, tlsState *tls.ConnectionState, cfg Config) (*client
 	c.fr.SetMaxReadFrameSize(readFrame)
 	c.fr.SetReuseFrames()
 	c.hdec = hpack.NewDecoder(decTable, c.emitField)
-	c.henc = hpack.NewEncoder(&c.hbuf)
-	c.henc.SetMaxDynamicTableSizeLimit(encTable)
+	enc := hpack.NewEncoder(&c.hbuf)
+	enc.SetMaxDynamicTableSizeLimit(encTable)
+	c.henc = newFieldCache(enc, &c.hbuf)
 
 	settings := []http2.Setting{
 		{ID: http2.SettingEnablePush, Val: 0},
@@ -357,7 +358,7 @@ func (c *clientConn) applySettings(f *http2.SettingsFrame) error {
 	}
 	c.wmu.Lock()
 	if tableSet {
-		c.henc.SetMaxDynamicTableSize(tableSize)
+		c.henc.setMaxDynamicTableSize(tableSize)
 	}
 	c.fr.WriteSettingsAck()
 	werr := c.flushLocked()

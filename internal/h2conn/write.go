@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 )
 
 // Writing frames on the own connection. Every write holds c.wmu from the
@@ -112,7 +111,7 @@ func (c *clientConn) encodeRequestLocked(cs *stream) {
 		trace = cs.trace.WroteHeaderField
 	}
 	eachRequestField(cs.req, &cs.head, func(name, value string) {
-		c.henc.WriteField(hpackField(name, value))
+		c.henc.writeField(name, value)
 		if trace != nil {
 			trace(name, []string{value})
 		}
@@ -291,7 +290,7 @@ func (c *clientConn) writeTrailers(cs *stream) error {
 	for k, vv := range cs.req.Trailer {
 		lk := lowerKey(k)
 		for _, v := range vv {
-			c.henc.WriteField(hpackField(lk, v))
+			c.henc.writeField(lk, v)
 		}
 	}
 	err := c.writeHeaderBlockLocked(cs.id, true, maxFrame)
@@ -352,12 +351,6 @@ func (c *clientConn) awaitContinue(cs *stream) error {
 		// status that may still want it (checked by sendBody: stopBody).
 	}
 	return nil
-}
-
-// hpackField makes an HPACK field (indexed, as net/http's client sends
-// every field).
-func hpackField(name, value string) hpack.HeaderField {
-	return hpack.HeaderField{Name: name, Value: value}
 }
 
 // lowerKey is a header key as HTTP/2 sends it.
