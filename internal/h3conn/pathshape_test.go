@@ -268,10 +268,11 @@ func TestShapedPathSuddenDelay(t *testing.T) {
 // silence the path for the judge's four probe timeouts (quic-go sends two
 // probes at each): at 40% loss each way, the seeded sequence of
 // TestShapedPathLoss/0.4 drops 8 of 10 upstream datagrams in one stretch,
-// and one CI run in about 45 had that connection judged dead (presumably
-// its probes fell there; the test's timing decides which datagrams they
-// are). Such a stretch is the silence the judge is meant to take for a
-// dead path, not a path that works.
+// and one CI run had that connection judged dead (40 local runs without
+// the bound passed; presumably that run's probes fell in the stretch: the
+// test's timing decides which datagrams they are). Such a stretch is the
+// silence the judge is meant to take for a dead path, not a path that
+// works.
 const lossyPathMaxRun = 3
 
 func TestShapedPathLoss(t *testing.T) {
