@@ -216,9 +216,7 @@ func newOwnConn(nc net.Conn, tlsState *tls.ConnectionState, cfg Config) (*client
 	c.fr.SetMaxReadFrameSize(readFrame)
 	c.fr.SetReuseFrames()
 	c.hdec = hpack.NewDecoder(decTable, c.emitField)
-	enc := hpack.NewEncoder(&c.hbuf)
-	enc.SetMaxDynamicTableSizeLimit(encTable)
-	c.henc = newFieldCache(enc, &c.hbuf)
+	c.henc = newFieldCache(&c.hbuf, encTable)
 
 	settings := []http2.Setting{
 		{ID: http2.SettingEnablePush, Val: 0},

@@ -17,9 +17,12 @@ import (
 //
 // The table changes only when the encoder adds a field (a literal with
 // incremental indexing, which may also evict the oldest entries) or when
-// its size is set; both advance the cache's generation, and an entry of an
-// older generation is never used. So a block built from the cache is
-// byte for byte what the encoder would have written.
+// its size is set. Both advance the cache's generation, as does anything
+// else the encoder writes that is not a bare index, and an entry of an
+// older generation is never used: an entry is used only while everything
+// written since it was cached was a bare index, which leaves the table as
+// it was. So a block built from the cache is byte for byte what the
+// encoder would have written.
 
 // fieldCacheSlots is the number of cached fields (a power of two).
 const fieldCacheSlots = 16
@@ -41,8 +44,11 @@ type fieldCache struct {
 	slot [fieldCacheSlots]cachedField
 }
 
-// newFieldCache makes the cache around an encoder that writes to out.
-func newFieldCache(enc *hpack.Encoder, out *bytes.Buffer) fieldCache {
+// newFieldCache makes an encoder writing header blocks into out, whose
+// dynamic table never exceeds tableLimit, and its cache.
+func newFieldCache(out *bytes.Buffer, tableLimit uint32) fieldCache {
+	enc := hpack.NewEncoder(out)
+	enc.SetMaxDynamicTableSizeLimit(tableLimit)
 	return fieldCache{enc: enc, out: out, gen: 1}
 }
 
@@ -68,21 +74,17 @@ func (fc *fieldCache) writeField(name, value string) {
 	before := fc.out.Len()
 	fc.enc.WriteField(hpack.HeaderField{Name: name, Value: value})
 	wrote := fc.out.Bytes()[before:]
-	switch {
-	case len(wrote) == 0:
-	case wrote[0]&0x80 != 0:
+	if len(wrote) > 0 && wrote[0]&0x80 != 0 {
 		// An indexed field (RFC 7541, 6.1): the table is unchanged.
 		if len(wrote) <= len(s.enc) {
 			*s = cachedField{name: name, value: value, gen: fc.gen, n: uint8(len(wrote))}
 			copy(s.enc[:], wrote)
 		}
-	case wrote[0]&0xc0 == 0x40:
-		// A literal added to the table (6.2.1): the table changed.
-		fc.gen++
+		return
 	}
-	// Otherwise a literal not added to the table (6.2.2, 6.2.3), or a
-	// table size update ahead of the field (6.3), whose change of the
-	// table setMaxDynamicTableSize has counted.
+	// A literal, added to the table or not (6.2), possibly after a table
+	// size update (6.3): the table may have changed.
+	fc.gen++
 }
 
 // setMaxDynamicTableSize changes the encoder's table size (the peer's

@@ -41,9 +41,7 @@ func TestFieldCacheWritesWhatTheEncoderWrites(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 1))
 			var cachedBuf, plainBuf bytes.Buffer
-			enc := hpack.NewEncoder(&cachedBuf)
-			enc.SetMaxDynamicTableSizeLimit(4096)
-			fc := newFieldCache(enc, &cachedBuf)
+			fc := newFieldCache(&cachedBuf, 4096)
 			plain := hpack.NewEncoder(&plainBuf)
 			plain.SetMaxDynamicTableSizeLimit(4096)
 			var got []hpack.HeaderField
@@ -89,8 +87,7 @@ func TestFieldCacheWritesWhatTheEncoderWrites(t *testing.T) {
 // second time.
 func TestFieldCacheServesRepeatedFieldsWithoutTheEncoder(t *testing.T) {
 	var buf bytes.Buffer
-	enc := hpack.NewEncoder(&buf)
-	fc := newFieldCache(enc, &buf)
+	fc := newFieldCache(&buf, 4096)
 	fields := fieldPool[:10:10]
 	writeAll := func() []byte {
 		buf.Reset()
@@ -126,7 +123,7 @@ func BenchmarkRequestFieldEncoding(b *testing.B) {
 	}
 	b.Run("cache", func(b *testing.B) {
 		var buf bytes.Buffer
-		fc := newFieldCache(hpack.NewEncoder(&buf), &buf)
+		fc := newFieldCache(&buf, 4096)
 		b.ReportAllocs()
 		for b.Loop() {
 			buf.Reset()
