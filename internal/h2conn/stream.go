@@ -71,7 +71,11 @@ type stream struct {
 	bodyShut    bool        // the request body was closed
 	slotHeld    bool        // the request's slot is not yet released
 	resetAtEnd  bool        // the body was given up: reset once the peer ends
-	stopCtx     func() bool // stops the context watch; nil for none
+	// bodyBegun: the body writer passed its last stopBody check before
+	// sending (sendBody) and may write DATA; until then a stopBody
+	// stream sends nothing more, so the reader may reset it itself.
+	bodyBegun bool
+	stopCtx   func() bool // stops the context watch; nil for none
 	// rbody is the response body handed to the caller (resp.Body), part
 	// of the stream so that it costs no allocation of its own.
 	rbody responseBody
@@ -186,14 +190,39 @@ func (c *clientConn) cancelStream(cs *stream, err error) {
 type endActs struct {
 	connInc          uint32
 	closeNow, forgot bool
-	reset            bool // send RST_STREAM(CANCEL): the request side was given up
+	// reset: send RST_STREAM(CANCEL), the request side was given up; the
+	// end of the response body is shown to the caller only after it.
+	reset bool
 }
 
 // endRecvLocked records the peer's END_STREAM; c.mu held. The trailers
 // become visible and the body's EOF follows the buffered bytes. A stream
 // now closed both ways (or whose request body was given up) is forgotten.
+//
+// A stream whose request body was given up is reset with CANCEL, and its
+// end is published by afterEnd once the reset is written: a caller that
+// reads the body to EOF and sends its next request on this connection
+// finds the reset already ahead of it on the wire, as net/http's does
+// (its response body Close waits for the reset). Given up means the
+// writer said so (resetAtEnd) or the response refused the body before
+// the writer began it (stopBody without bodyBegun: it never sends).
 func (c *clientConn) endRecvLocked(cs *stream) endActs {
 	cs.recvEnded = true
+	var a endActs
+	refused := !cs.sentEnd && cs.stopBody && !cs.bodyBegun
+	if cs.sentEnd || cs.resetAtEnd || refused {
+		a.connInc, a.closeNow = c.forgetLocked(cs)
+		a.forgot, a.reset = true, cs.resetAtEnd || refused
+	}
+	if !a.reset {
+		publishEndLocked(cs)
+	}
+	return a
+}
+
+// publishEndLocked lets the response body's reader see the end of the
+// stream after the buffered bytes; c.mu held.
+func publishEndLocked(cs *stream) {
 	if cs.bodyErr == nil {
 		if cs.remain > 0 {
 			cs.bodyErr = io.ErrUnexpectedEOF
@@ -202,18 +231,15 @@ func (c *clientConn) endRecvLocked(cs *stream) endActs {
 		}
 	}
 	cs.cond.Broadcast()
-	var a endActs
-	if cs.sentEnd || cs.resetAtEnd {
-		a.connInc, a.closeNow = c.forgetLocked(cs)
-		a.forgot, a.reset = true, cs.resetAtEnd
-	}
-	return a
 }
 
 // afterEnd does what endRecvLocked left to do.
 func (c *clientConn) afterEnd(cs *stream, a endActs) {
 	if a.reset {
 		c.writeReset(cs.id, 0x8) // CANCEL
+		c.mu.Lock()
+		publishEndLocked(cs)
+		c.mu.Unlock()
 	}
 	if a.forgot {
 		c.afterForget(a.connInc, a.closeNow)

@@ -171,6 +171,7 @@ func (c *clientConn) sendBody(cs *stream) error {
 		}
 		return err
 	}
+	cs.bodyBegun = true
 	c.mu.Unlock()
 
 	bufp := sendBufPool.Get().(*[sendBufLen]byte)
