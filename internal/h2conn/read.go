@@ -312,10 +312,13 @@ func (c *clientConn) finishResponse(cs *stream, resp *http.Response, ended bool)
 		cs.stopBody = true // the server does not want the rest of the body
 		c.wake.Broadcast()
 	}
-	cs.setReadyLocked()
 	var a endActs
 	if ended {
+		// Shows the response with the stream's end, after the reset if
+		// the stream is to be reset (endRecvLocked).
 		a = c.endRecvLocked(cs)
+	} else {
+		cs.setReadyLocked()
 	}
 	c.mu.Unlock()
 	c.afterEnd(cs, a)

@@ -30,13 +30,26 @@ func (b *heldCloseBody) Close() error {
 // TestRefusedBodyResetPrecedesNextRequest: a request waiting for 100
 // Continue that gets a final 417 instead never sends its body, and its
 // stream is reset with CANCEL by the time the caller can see the response
-// end: a caller that reads the 417's body to EOF and sends its next
-// request on the connection finds the RST_STREAM ahead of that request on
-// the wire, even while the body writer is still busy (here: in the body's
-// Close). Before, the reset was left to the body writer (or to the
-// response body's Close) and could reach the server after the next
-// request, or not at all while the writer was held.
+// end: a caller that reads the 417's body to EOF (or gets a 417 that
+// ended with its HEADERS) and sends its next request on the connection
+// finds the RST_STREAM ahead of that request on the wire, even while the
+// body writer is still busy (here: in the body's Close). Before, the reset
+// was left to the body writer (or to the response body's Close) and could
+// reach the server after the next request, or not at all while the writer
+// was held.
 func TestRefusedBodyResetPrecedesNextRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string // the 417's body; "" ends the stream with the HEADERS
+	}{
+		{"with-body", "no"},
+		{"head-only", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testRefusedBodyReset(t, tc.body) })
+	}
+}
+
+func testRefusedBodyReset(t *testing.T, refusal string) {
 	type observed struct {
 		resetsAtNext int // RST_STREAM(CANCEL)s received when the next HEADERS came
 		data         int // DATA frames received by then
@@ -50,7 +63,13 @@ func TestRefusedBodyResetPrecedesNextRequest(t *testing.T) {
 				seen <- observed{}
 				return
 			}
-			if p.Headers(id, false, ":status", "417") != nil || p.Data(id, true, []byte("no")) != nil {
+			var err error
+			if refusal == "" {
+				err = p.Headers(id, true, ":status", "417")
+			} else if err = p.Headers(id, false, ":status", "417"); err == nil {
+				err = p.Data(id, true, []byte(refusal))
+			}
+			if err != nil {
 				seen <- observed{}
 				return
 			}
@@ -88,8 +107,8 @@ func TestRefusedBodyResetPrecedesNextRequest(t *testing.T) {
 		t.Fatalf("status %d, want 417", resp.StatusCode)
 	}
 	b, err := io.ReadAll(resp.Body)
-	if err != nil || string(b) != "no" {
-		t.Fatalf("417 body %q, %v; want \"no\"", b, err)
+	if err != nil || string(b) != refusal {
+		t.Fatalf("417 body %q, %v; want %q", b, err, refusal)
 	}
 	// The next request, before the first response's body is closed.
 	next, err := getWithin(t, c, "/next")

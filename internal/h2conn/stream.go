@@ -200,12 +200,14 @@ type endActs struct {
 // now closed both ways (or whose request body was given up) is forgotten.
 //
 // A stream whose request body was given up is reset with CANCEL, and its
-// end is published by afterEnd once the reset is written: a caller that
-// reads the body to EOF and sends its next request on this connection
-// finds the reset already ahead of it on the wire, as net/http's does
-// (its response body Close waits for the reset). Given up means the
-// writer said so (resetAtEnd) or the response refused the body before
-// the writer began it (stopBody without bodyBegun: it never sends).
+// end (with its response head, if that came with the end) is published by
+// afterEnd once the reset is written: a caller that reads the body to EOF,
+// or gets a response without one, and then sends its next request on this
+// connection finds the reset already ahead of that request on the wire.
+// (net/http gets the same order from its response body's Close, which
+// waits for the reset.) Given up means the writer said so (resetAtEnd) or
+// the response refused the body before the writer began it (stopBody
+// without bodyBegun: it never sends).
 func (c *clientConn) endRecvLocked(cs *stream) endActs {
 	cs.recvEnded = true
 	var a endActs
@@ -221,8 +223,10 @@ func (c *clientConn) endRecvLocked(cs *stream) endActs {
 }
 
 // publishEndLocked lets the response body's reader see the end of the
-// stream after the buffered bytes; c.mu held.
+// stream after the buffered bytes, and RoundTrip the response head if it
+// came with the end; c.mu held.
 func publishEndLocked(cs *stream) {
+	cs.setReadyLocked()
 	if cs.bodyErr == nil {
 		if cs.remain > 0 {
 			cs.bodyErr = io.ErrUnexpectedEOF
