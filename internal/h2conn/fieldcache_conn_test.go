@@ -3,13 +3,12 @@ package h2conn
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"net"
-	"sync"
 	"testing"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // TestRequestHeadersFollowServerTableSizeChanges sends requests, most of
@@ -20,33 +19,16 @@ import (
 // into the table as it was before a change fails the decoding (a
 // connection error) or reads as another field.
 func TestRequestHeadersFollowServerTableSizeChanges(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer ln.Close()
 	// The table size the server sets after its k-th request.
 	resize := map[int]uint32{3: 0, 6: 4096, 9: 64}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		serveEchoHeaders(nc, resize)
-	}()
-
-	c, err := NewClientConn(dialH2(t, ln.Addr().String(), false), Config{})
+	srv := testpeer.StartH2(t, testpeer.H2Script{OnRequest: echoHeaders(resize)})
+	c, err := NewClientConn(dialH2(t, srv.Addr(), false), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	for i := range 12 {
-		req := newRequest(t, "GET", fmt.Sprintf("http://%s/p%d", ln.Addr(), i%2), nil)
+		req := newRequest(t, "GET", fmt.Sprintf("http://%s/p%d", srv.Addr(), i%2), nil)
 		req.Header.Set("X-Same", "same-value")
 		req.Header.Set("X-N", fmt.Sprint(i))
 		resp, err := c.RoundTrip(req)
@@ -61,47 +43,28 @@ func TestRequestHeadersFollowServerTableSizeChanges(t *testing.T) {
 	}
 }
 
-// serveEchoHeaders is a cleartext HTTP/2 server on nc answering each
-// request with its decoded ":path", "x-same" and "x-n", and changing its
-// SETTINGS_HEADER_TABLE_SIZE after the requests resize names.
-func serveEchoHeaders(nc net.Conn, resize map[int]uint32) {
-	preface := make([]byte, len(http2.ClientPreface))
-	if _, err := io.ReadFull(nc, preface); err != nil {
-		return
-	}
-	fr := http2.NewFramer(nc, nc)
-	dec := hpack.NewDecoder(4096, nil)
-	fr.ReadMetaHeaders = dec
-	if fr.WriteSettings() != nil {
-		return
-	}
+// echoHeaders answers each request (of one connection) with its decoded
+// ":path", "x-same" and "x-n", and changes the server's
+// SETTINGS_HEADER_TABLE_SIZE after the k-th request to resize[k].
+func echoHeaders(resize map[int]uint32) func(int, *http2.Framer, *http2.MetaHeadersFrame) error {
 	var respBlock bytes.Buffer
 	enc := hpack.NewEncoder(&respBlock)
-	for k := 1; ; {
-		f, err := fr.ReadFrame()
-		if err != nil {
-			return
+	k := 0
+	return func(_ int, fr *http2.Framer, f *http2.MetaHeadersFrame) error {
+		k++
+		body := fmt.Sprintf("%s %s %s", f.PseudoValue("path"), valueOf(f, "x-same"), valueOf(f, "x-n"))
+		respBlock.Reset()
+		enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: f.StreamID, BlockFragment: respBlock.Bytes(), EndHeaders: true}); err != nil {
+			return err
 		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() && fr.WriteSettingsAck() != nil {
-				return
-			}
-		case *http2.MetaHeadersFrame:
-			body := fmt.Sprintf("%s %s %s", f.PseudoValue("path"), valueOf(f, "x-same"), valueOf(f, "x-n"))
-			respBlock.Reset()
-			enc.WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
-			if fr.WriteHeaders(http2.HeadersFrameParam{StreamID: f.StreamID, BlockFragment: respBlock.Bytes(), EndHeaders: true}) != nil ||
-				fr.WriteData(f.StreamID, true, []byte(body)) != nil {
-				return
-			}
-			if size, ok := resize[k]; ok {
-				if fr.WriteSettings(http2.Setting{ID: http2.SettingHeaderTableSize, Val: size}) != nil {
-					return
-				}
-			}
-			k++
+		if err := fr.WriteData(f.StreamID, true, []byte(body)); err != nil {
+			return err
 		}
+		if size, ok := resize[k]; ok {
+			return fr.WriteSettings(http2.Setting{ID: http2.SettingHeaderTableSize, Val: size})
+		}
+		return nil
 	}
 }
 

@@ -33,10 +33,8 @@ func (b *heldCloseBody) Close() error {
 // end: a caller that reads the 417's body to EOF (or gets a 417 that
 // ended with its HEADERS) and sends its next request on the connection
 // finds the RST_STREAM ahead of that request on the wire, even while the
-// body writer is still busy (here: in the body's Close). Before, the reset
-// was left to the body writer (or to the response body's Close) and could
-// reach the server after the next request, or not at all while the writer
-// was held.
+// body writer is still busy (here: in the body's Close), so the reset
+// cannot be left to the writer or to the response body's Close.
 func TestRefusedBodyResetPrecedesNextRequest(t *testing.T) {
 	for _, tc := range []struct {
 		name string

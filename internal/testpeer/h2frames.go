@@ -34,6 +34,13 @@ type H2Script struct {
 	// 1, ... in accept order), the stream-th request of that connection.
 	// An error ends the connection. Nil ignores requests.
 	OnHeaders func(conn, stream int, fr *http2.Framer, streamID uint32) error
+	// OnRequest, when set, answers each request with its header block
+	// decoded, in place of OnHeaders: every header block of a connection
+	// is read with one HPACK decoder (a 4096-byte table), as a server's
+	// must be, so a client whose blocks refer to a table the server does
+	// not have fails the decoding (the connection ends). An error ends
+	// the connection.
+	OnRequest func(conn int, fr *http2.Framer, f *http2.MetaHeadersFrame) error
 	// NoPingAck: PING frames are never acknowledged (a server that answers
 	// requests but not PINGs).
 	NoPingAck bool
@@ -119,6 +126,9 @@ func (s *H2Server) serve(n int, c net.Conn) {
 		s.script.BeforeSettings()
 	}
 	fr := http2.NewFramer(c, c)
+	if s.script.OnRequest != nil {
+		fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	}
 	var early []http2.Frame // read before the SETTINGS were written
 	if s.script.SettingsAfterHeaders != nil {
 		for {
@@ -130,7 +140,7 @@ func (s *H2Server) serve(n int, c net.Conn) {
 			// frames, and handle reads none of the payloads that do
 			// share its buffer (only headers, PING data, error codes).
 			early = append(early, f)
-			if _, ok := f.(*http2.HeadersFrame); ok {
+			if isRequestHead(f) {
 				break
 			}
 		}
@@ -197,6 +207,11 @@ func (h *h2Handler) handle(f http2.Frame) error {
 		if s.script.OnData != nil {
 			s.script.OnData(h.n, f.StreamID, f.Data(), f.StreamEnded())
 		}
+	case *http2.MetaHeadersFrame:
+		s.mu.Lock()
+		s.streams++
+		s.mu.Unlock()
+		return s.script.OnRequest(h.n, h.fr, f)
 	case *http2.HeadersFrame:
 		s.mu.Lock()
 		s.streams++
@@ -209,6 +224,15 @@ func (h *h2Handler) handle(f http2.Frame) error {
 		h.k++
 	}
 	return nil
+}
+
+// isRequestHead reports a request's HEADERS, decoded (OnRequest) or not.
+func isRequestHead(f http2.Frame) bool {
+	switch f.(type) {
+	case *http2.HeadersFrame, *http2.MetaHeadersFrame:
+		return true
+	}
+	return false
 }
 
 func (s *H2Server) close() {
