@@ -2,8 +2,10 @@ package idlepool
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // doneCounting is a context that counts its Done calls; transport hands
@@ -11,11 +13,18 @@ import (
 // Acquire must call Done only when it is about to wait.
 type doneCounting struct {
 	context.Context
-	dones atomic.Int32
+	dones     atomic.Int32
+	firstOnce sync.Once
+	first     chan struct{} // closed at the first Done call
+}
+
+func newDoneCounting(ctx context.Context) *doneCounting {
+	return &doneCounting{Context: ctx, first: make(chan struct{})}
 }
 
 func (c *doneCounting) Done() <-chan struct{} {
 	c.dones.Add(1)
+	c.firstOnce.Do(func() { close(c.first) })
 	return c.Context.Done()
 }
 
@@ -26,7 +35,7 @@ func TestAcquireCallsDoneOnlyToWait(t *testing.T) {
 	defer cancel()
 
 	// A free slot: permission to dial, no wait.
-	c := &doneCounting{Context: ctx}
+	c := newDoneCounting(ctx)
 	if _, _, reused, err := p.Acquire(c, "k"); err != nil || reused {
 		t.Fatalf("first Acquire: reused %v, err %v", reused, err)
 	}
@@ -40,14 +49,18 @@ func TestAcquireCallsDoneOnlyToWait(t *testing.T) {
 		t.Fatalf("Done called %d times by Acquires that did not wait", n)
 	}
 
-	// The key is full: the next Acquire waits, so it asks for Done.
-	w := &doneCounting{Context: ctx}
+	// The key is full: the next Acquire waits, so it asks for Done. The
+	// waiter is queued before it calls Done, so the test waits for the call
+	// itself rather than for the queue.
+	w := newDoneCounting(ctx)
 	out := make(chan acquired, 1)
 	startWaiter(w, p, "k", 2, out)
-	untilWaiters(t, p, "k", 1)
-	if w.dones.Load() == 0 {
+	select {
+	case <-w.first:
+	case <-time.After(time.Minute):
 		t.Fatal("a waiting Acquire never called Done: it could not be cancelled")
 	}
+	untilWaiters(t, p, "k", 1)
 	p.Put("k", conn)
 	if a := <-out; a.err != nil || !a.reused || a.c != conn {
 		t.Fatalf("waiter: %+v", a)
