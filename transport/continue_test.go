@@ -1,11 +1,9 @@
 package transport
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,6 +12,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/ferryhttp/ferry/internal/testpeer"
 )
 
 // "Expect: 100-continue" with ExpectContinueTimeout over HTTP/1.1 and
@@ -117,132 +117,99 @@ func h2Head(fr *http2.Framer, id uint32, status string, end bool) error {
 	return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: buf.Bytes(), EndHeaders: true, EndStream: end})
 }
 
-// startExpectH2 is an h2c server that treats the requests expecting 100
-// Continue by mode (expectFinalClose is not an HTTP/2 mode) and answers
-// the others 200 "plain", logging every request frame in order.
+// startExpectH2 is an h2c server (testpeer's frame server) that treats
+// the requests expecting 100 Continue by mode (expectFinalClose is not an
+// HTTP/2 mode) and answers the others 200 "plain", logging every request
+// frame in order.
 func startExpectH2(t *testing.T, mode expectMode, l *eventLog) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	type streamKey struct {
+		conn int
+		id   uint32
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex // guards conns
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for n := 0; ; n++ {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func(n int) {
-				defer wg.Done()
-				defer c.Close()
-				serveExpectH2(c, n, mode, l)
-			}(n)
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
+	var mu sync.Mutex                // guards bodies
+	bodies := map[streamKey][]byte{} // streams that asked for 100 Continue: their body so far
+	expecting := func(k streamKey) bool {
 		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return "http://" + ln.Addr().String() + "/"
-}
-
-func serveExpectH2(c net.Conn, n int, mode expectMode, l *eventLog) {
-	c.SetDeadline(time.Now().Add(20 * time.Second)) // hang guard
-	br := bufio.NewReader(c)
-	preface := make([]byte, len(http2.ClientPreface))
-	if _, err := io.ReadFull(br, preface); err != nil {
-		return
+		defer mu.Unlock()
+		_, ok := bodies[k]
+		return ok
 	}
-	fr := http2.NewFramer(c, br)
-	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	if fr.WriteSettings() != nil {
-		return
-	}
-	expecting := map[uint32]bool{} // streams that asked for 100 Continue
-	bodies := map[uint32][]byte{}
-	for {
-		f, err := fr.ReadFrame()
-		if err != nil {
-			return
-		}
-		switch f := f.(type) {
-		case *http2.SettingsFrame:
-			if !f.IsAck() && fr.WriteSettingsAck() != nil {
-				return
-			}
-		case *http2.PingFrame:
-			if !f.IsAck() && fr.WritePing(true, f.Data) != nil {
-				return
-			}
-		case *http2.MetaHeadersFrame:
+	srv := testpeer.StartH2(t, testpeer.H2Script{
+		OnRequest: func(n int, fr *http2.Framer, f *http2.MetaHeadersFrame) error {
 			id := f.StreamID
 			if f.PseudoValue("method") == "" {
 				l.add(n, "trailers")
-				break
+				return nil
 			}
 			if len(f.Fields) > 0 && !hasExpect(f) {
 				l.add(n, "%s", f.PseudoValue("method"))
-				if err := h2Head(fr, id, "200", false); err != nil || fr.WriteData(id, true, []byte("plain")) != nil {
-					return
+				if err := h2Head(fr, id, "200", false); err != nil {
+					return err
 				}
-				break
+				return fr.WriteData(id, true, []byte("plain"))
 			}
 			l.add(n, "head end=%v", f.StreamEnded())
-			expecting[id] = true
+			mu.Lock()
+			bodies[streamKey{n, id}] = []byte{}
+			mu.Unlock()
 			switch mode {
 			case expectSend100:
-				if h2Head(fr, id, "100", false) != nil {
-					return
+				if err := h2Head(fr, id, "100", false); err != nil {
+					return err
 				}
 				l.add(n, "sent 100")
 			case expectFinalKeep:
-				if h2Head(fr, id, "417", false) != nil || fr.WriteData(id, true, []byte("no")) != nil {
-					return
+				if err := h2Head(fr, id, "417", false); err != nil {
+					return err
+				}
+				if err := fr.WriteData(id, true, []byte("no")); err != nil {
+					return err
 				}
 				l.add(n, "sent 417")
 			}
-		case *http2.DataFrame:
-			id := f.StreamID
-			if !expecting[id] {
-				break
+			return nil
+		},
+		OnData: func(n int, fr *http2.Framer, id uint32, data []byte, end bool) error {
+			k := streamKey{n, id}
+			mu.Lock()
+			body, ok := bodies[k]
+			if ok {
+				body = append(body, data...)
+				bodies[k] = body
 			}
-			bodies[id] = append(bodies[id], f.Data()...)
-			if len(f.Data()) > 0 {
+			mu.Unlock()
+			if !ok {
+				return nil
+			}
+			if len(data) > 0 {
 				// Credit back what arrived, so a larger body is not stalled.
-				fr.WriteWindowUpdate(0, uint32(len(f.Data())))
-				fr.WriteWindowUpdate(id, uint32(len(f.Data())))
+				if err := fr.WriteWindowUpdate(0, uint32(len(data))); err != nil {
+					return err
+				}
+				if err := fr.WriteWindowUpdate(id, uint32(len(data))); err != nil {
+					return err
+				}
 			}
-			if !f.StreamEnded() {
-				break
+			if !end {
+				return nil
 			}
 			if mode == expectFinalKeep {
-				l.add(n, "body after 417 %q", bodies[id])
-				break
+				l.add(n, "body after 417 %q", body)
+				return nil
 			}
-			l.add(n, "body %q", bodies[id])
-			b := append([]byte("got:"), bodies[id]...)
-			if h2Head(fr, id, "200", false) != nil || fr.WriteData(id, true, b) != nil {
-				return
+			l.add(n, "body %q", body)
+			if err := h2Head(fr, id, "200", false); err != nil {
+				return err
 			}
-		case *http2.RSTStreamFrame:
-			if expecting[f.StreamID] {
-				l.add(n, "rst %v", f.ErrCode)
+			return fr.WriteData(id, true, append([]byte("got:"), body...))
+		},
+		OnReset: func(n int, id uint32, code http2.ErrCode) {
+			if expecting(streamKey{n, id}) {
+				l.add(n, "rst %v", code)
 			}
-		}
-	}
+		},
+	})
+	return "http://" + srv.Addr() + "/"
 }
 
 func hasExpect(f *http2.MetaHeadersFrame) bool {

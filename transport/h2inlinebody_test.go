@@ -100,13 +100,14 @@ func TestH2InMemoryBodyReplayedAfterRefusedStream(t *testing.T) {
 			}
 			return testpeer.H2OK(fr, id)
 		},
-		OnData: func(_ int, id uint32, data []byte, end bool) {
+		OnData: func(_ int, _ *http2.Framer, id uint32, data []byte, end bool) error {
 			mu.Lock()
 			defer mu.Unlock()
 			bodies[id] += string(data)
 			if end {
 				bodies[id] += "|end"
 			}
+			return nil
 		},
 	})
 	tr := h2cTransport()

@@ -41,7 +41,7 @@ func TestH2UnconfirmedResetUnderMaxConns(t *testing.T) {
 						}
 						return testpeer.H2OK(fr, id)
 					},
-					OnReset: func(int, uint32) {
+					OnReset: func(int, uint32, http2.ErrCode) {
 						select {
 						case reset <- struct{}{}:
 						default:

@@ -42,7 +42,7 @@ func TestStreamFreeRefusedWaiterWoken(t *testing.T) {
 			}
 			return nil
 		},
-		OnReset: func(_ int, id uint32) {
+		OnReset: func(_ int, id uint32, _ http2.ErrCode) {
 			if id == idA.Load() {
 				<-ackA // the PING sent with A's reset is read (and acked) after this
 			}

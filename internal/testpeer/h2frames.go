@@ -49,12 +49,14 @@ type H2Script struct {
 	// unconfirmed).
 	MutePingsAfterReset bool
 	// OnReset, when set, is told of each RST_STREAM read on connection
-	// conn, after it was counted.
-	OnReset func(conn int, streamID uint32)
+	// conn, with its error code, after it was counted.
+	OnReset func(conn int, streamID uint32, code http2.ErrCode)
 	// OnData, when set, is given each DATA frame's payload read on
 	// connection conn (valid only during the call) and whether it ends
-	// the stream; not those read before SettingsAfterHeaders returns.
-	OnData func(conn int, streamID uint32, data []byte, endStream bool)
+	// the stream, with the connection's Framer to answer on; not those
+	// read before SettingsAfterHeaders returns. An error ends the
+	// connection.
+	OnData func(conn int, fr *http2.Framer, streamID uint32, data []byte, endStream bool) error
 }
 
 // H2Server is an in-process cleartext HTTP/2 server written with x/net's
@@ -201,11 +203,11 @@ func (h *h2Handler) handle(f http2.Frame) error {
 			h.mutePings = true
 		}
 		if s.script.OnReset != nil {
-			s.script.OnReset(h.n, f.StreamID)
+			s.script.OnReset(h.n, f.StreamID, f.ErrCode)
 		}
 	case *http2.DataFrame:
 		if s.script.OnData != nil {
-			s.script.OnData(h.n, f.StreamID, f.Data(), f.StreamEnded())
+			return s.script.OnData(h.n, h.fr, f.StreamID, f.Data(), f.StreamEnded())
 		}
 	case *http2.MetaHeadersFrame:
 		s.mu.Lock()
