@@ -17,13 +17,12 @@ import (
 // roundTrip is Conn.RoundTrip for the own connection.
 func (c *clientConn) roundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Lock()
-	if c.reserved == 0 {
+	// Without a reserved slot, one is taken here under the same lock
+	// that uses it, so concurrent RoundTrips cannot take each other's.
+	if c.reserved == 0 && !c.reserveLocked() {
 		c.mu.Unlock()
-		if !c.reserve() {
-			closeReqBody(req)
-			return nil, &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: errNoSlot}
-		}
-		c.mu.Lock()
+		closeReqBody(req)
+		return nil, &NotProcessedError{Reason: ReasonConnUnusable, BodyUnread: true, Err: errNoSlot}
 	}
 	c.reserved--
 	reused := c.rounds > 0

@@ -21,6 +21,12 @@ import (
 func (c *clientConn) reserve() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.reserveLocked()
+}
+
+// reserveLocked takes a slot if the connection may open another stream;
+// c.mu held.
+func (c *clientConn) reserveLocked() bool {
 	if !c.usableLocked() || (c.singleUse && c.rounds+c.reserved > 0) {
 		return false
 	}
