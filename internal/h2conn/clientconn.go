@@ -130,6 +130,7 @@ type clientConn struct {
 	unackedResets  int    // streams reset by this side awaiting the PING ack (slots.go)
 	pings          map[[8]byte]chan struct{}
 	freeBufs       [][]byte // receive buffers of finished streams (recycleBufLocked)
+	freeBytes      int      // the capacity of freeBufs' buffers, together
 
 	// settledc is closed when settled becomes true; diedc when dead does.
 	settledc chan struct{}

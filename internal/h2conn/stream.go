@@ -391,12 +391,16 @@ type missingBody struct{}
 func (missingBody) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 func (missingBody) Close() error             { return nil }
 
-// Receive buffers of streams that are done go back to the connection
-// (at most maxFreeBufs of them, none larger than maxFreeBuf) for the next
-// streams, so a response body costs no buffer allocation of its own.
+// Receive buffers of streams that are done go back to the connection for
+// the next streams, so a response body costs no buffer allocation of its
+// own: as many as maxFreeBufs (one per stream in flight, up to a
+// server's usual SETTINGS_MAX_CONCURRENT_STREAMS of 100 or more, so that
+// small responses on a busy connection reuse them too), no more than
+// maxFreeBytes between them, none larger than maxFreeBuf.
 const (
-	maxFreeBufs = 4
-	maxFreeBuf  = 128 << 10
+	maxFreeBufs  = 128
+	maxFreeBytes = 256 << 10
+	maxFreeBuf   = 128 << 10
 )
 
 // recycleBufLocked takes cs's receive buffer, which no DATA will be
@@ -406,8 +410,10 @@ const (
 func (c *clientConn) recycleBufLocked(cs *stream) {
 	buf := cs.buf
 	cs.buf, cs.off = nil, 0
-	if cap(buf) > 0 && cap(buf) <= maxFreeBuf && len(c.freeBufs) < maxFreeBufs {
+	n := cap(buf)
+	if n > 0 && n <= maxFreeBuf && len(c.freeBufs) < maxFreeBufs && c.freeBytes+n <= maxFreeBytes {
 		c.freeBufs = append(c.freeBufs, buf[:0])
+		c.freeBytes += n
 	}
 }
 
@@ -420,5 +426,6 @@ func (c *clientConn) newBufLocked() []byte {
 	buf := c.freeBufs[n-1]
 	c.freeBufs[n-1] = nil
 	c.freeBufs = c.freeBufs[:n-1]
+	c.freeBytes -= cap(buf)
 	return buf
 }
