@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,39 +25,55 @@ const h2FuzzBound = 5 * time.Second
 // plainly there). The request through ferry's Transport must end with
 // a response or an error (the body read included) within a bound, with no
 // panic, the process must not allocate more than a generous bound for an
-// input of a few KiB, and once the client's idle connections and the
-// server are closed the goroutines must return to their number before the
-// input. The seed corpus (testdata/fuzz/FuzzH2ServerFrames) holds
-// well-formed answers, each frame type, and hostile sequences (protocol
-// and flow-control violations, floods of empty frames, a header block
-// that never ends, a frame cut short).
+// input of a few KiB, and once the client's idle connections are closed
+// and the server's side of them has ended the goroutines must return to
+// their number before the input. The seed corpus
+// (testdata/fuzz/FuzzH2ServerFrames) holds well-formed answers, each frame
+// type, and hostile sequences (protocol and flow-control violations,
+// floods of empty frames, a header block that never ends, a frame cut
+// short).
+//
+// One server serves every input of a fuzzing process: a listener per
+// input ran out of loopback ports within a minute of fuzzing (each closed
+// connection keeps its server port in TIME_WAIT, since the server closes
+// first).
 func FuzzH2ServerFrames(f *testing.F) {
+	var mu sync.Mutex // guards input and conns
+	var input []byte  // the server bytes of the input being run
+	conns := 0        // the connections the input being run has made
+	s := testpeer.StartH2Hostile(f, testpeer.H2HostileScript{
+		Serve: func(p *testpeer.H2Peer) {
+			id, ok := p.NextStream(h2FuzzBound)
+			if !ok {
+				return
+			}
+			mu.Lock()
+			data, first := input, conns == 0
+			conns++
+			mu.Unlock()
+			if !first {
+				// A request retried on a new connection (after a
+				// GOAWAY, a REFUSED_STREAM or a lost connection) is
+				// answered plainly, so retries end.
+				p.OK(id, "retried")
+				<-p.Closed()
+				return
+			}
+			if p.WriteRaw(data) != nil {
+				return
+			}
+			p.Conn.(*net.TCPConn).CloseWrite()
+			<-p.Closed()
+		},
+	})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) > 64<<10 {
 			return // the frames of interest fit; larger inputs only slow the fuzzer
 		}
 		goroutines := runtime.NumGoroutine()
-		s := testpeer.StartH2Hostile(t, testpeer.H2HostileScript{
-			Serve: func(p *testpeer.H2Peer) {
-				id, ok := p.NextStream(h2FuzzBound)
-				if !ok {
-					return
-				}
-				if p.N > 0 {
-					// A request retried on a new connection (after a
-					// GOAWAY, a REFUSED_STREAM or a lost connection) is
-					// answered plainly, so retries end.
-					p.OK(id, "retried")
-					<-p.Closed()
-					return
-				}
-				if p.WriteRaw(data) != nil {
-					return
-				}
-				p.Conn.(*net.TCPConn).CloseWrite()
-				<-p.Closed()
-			},
-		})
+		mu.Lock()
+		input, conns = data, 0
+		mu.Unlock()
 		allocated := totalAllocSince()
 		tr := From(&http.Transport{Protocols: protocolsOf("h2c"), MaxResponseHeaderBytes: 64 << 10})
 		tr.h2.backoffUnit = time.Microsecond // retries without the second-long waits
@@ -80,7 +97,6 @@ func FuzzH2ServerFrames(f *testing.F) {
 		if a := allocated(); a > 64<<20 {
 			t.Fatalf("%d MiB allocated for a %d-byte server stream", a>>20, len(data))
 		}
-		s.Close()
 		h2FuzzGoroutinesBack(t, goroutines)
 	})
 }

@@ -37,8 +37,9 @@ type H2Hostile struct {
 	script H2HostileScript
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex // guards conns
-	conns []net.Conn
+	mu       sync.Mutex // guards live and accepted
+	live     map[net.Conn]bool
+	accepted int
 }
 
 // H2Peer is the server's side of one connection of an H2Hostile server.
@@ -70,7 +71,7 @@ func StartH2Hostile(t testing.TB, script H2HostileScript) *H2Hostile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &H2Hostile{ln: ln, script: script}
+	s := &H2Hostile{ln: ln, script: script, live: make(map[net.Conn]bool)}
 	s.wg.Add(1)
 	go s.accept()
 	t.Cleanup(s.Close)
@@ -84,7 +85,7 @@ func (s *H2Hostile) Addr() string { return s.ln.Addr().String() }
 func (s *H2Hostile) Conns() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.conns)
+	return s.accepted
 }
 
 // Close stops the server, closes its connections and waits for its
@@ -92,7 +93,10 @@ func (s *H2Hostile) Conns() int {
 func (s *H2Hostile) Close() {
 	s.ln.Close()
 	s.mu.Lock()
-	conns := append([]net.Conn(nil), s.conns...)
+	var conns []net.Conn
+	for c := range s.live {
+		conns = append(conns, c)
+	}
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.Close()
@@ -100,12 +104,22 @@ func (s *H2Hostile) Close() {
 	s.wg.Wait()
 }
 
+// accept serves each connection, keeping only the live ones, so that a
+// server shared by many short connections (a fuzz target's) holds no more
+// than those.
 func (s *H2Hostile) accept() {
 	acceptEach(s.ln, &s.wg, func(c net.Conn) {
 		s.mu.Lock()
-		s.conns = append(s.conns, c)
+		s.live[c] = true
+		s.accepted++
 		s.mu.Unlock()
-	}, s.serve)
+	}, func(n int, c net.Conn) {
+		s.serve(n, c)
+		c.Close()
+		s.mu.Lock()
+		delete(s.live, c)
+		s.mu.Unlock()
+	})
 }
 
 func (s *H2Hostile) serve(n int, c net.Conn) {
