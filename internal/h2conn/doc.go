@@ -18,6 +18,8 @@
 //   - inline.go: a small in-memory request body sent with its HEADERS.
 //   - read.go: the frame reader, one goroutine per connection.
 //   - stream.go: a stream's state and its response body.
+//   - recvbuf.go: the buffers that hold received body bytes until the
+//     caller reads them, reused per connection and from process-wide pools.
 //   - flow.go: flow control, both directions.
 //   - headers.go: the request and response header rules net/http applies.
 //   - goaway.go: the ways a connection or a stream ends, and the errors.

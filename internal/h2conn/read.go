@@ -372,10 +372,7 @@ func (c *clientConn) onData(f *http2.DataFrame) error {
 		cs.remain -= int64(len(data))
 	}
 	if len(data) > 0 {
-		if cs.buf == nil {
-			cs.buf = c.newBufLocked()
-		}
-		cs.buf = append(cs.buf, data...)
+		c.appendBodyLocked(cs, data)
 		cs.cond.Broadcast()
 	}
 	var a endActs
