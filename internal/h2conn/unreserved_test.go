@@ -1,6 +1,7 @@
 package h2conn
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -36,7 +37,7 @@ func TestUnreservedRoundTripsEachTakeOneSlot(t *testing.T) {
 				b, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if err != nil || string(b) != "ok" {
-					errs <- err
+					errs <- fmt.Errorf("body %q, %v", b, err)
 					return
 				}
 			}
