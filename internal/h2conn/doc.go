@@ -16,6 +16,7 @@
 //   - write.go: the writes (HEADERS, DATA, resets, window updates), under
 //     one write lock.
 //   - inline.go: a small in-memory request body sent with its HEADERS.
+//   - framesize.go: how request bodies are cut into DATA frames.
 //   - read.go: the frame reader, one goroutine per connection.
 //   - stream.go: a stream's state and its response body.
 //   - recvbuf.go: the buffers that hold received body bytes until the

@@ -52,9 +52,9 @@ func (c *clientConn) consumedLocked(cs *stream, n int32) (connInc, streamInc uin
 }
 
 // takeSendWindow waits until cs may send some of want bytes of DATA and
-// takes that much (at most one frame) from both send windows. want 0 takes
-// nothing and does not wait. It fails with the stream's error, or
-// errStopBody once the body is not to be sent.
+// takes that much (at most one frame, sized by dataFrameLen) from both
+// send windows. want 0 takes nothing and does not wait. It fails with the
+// stream's error, or errStopBody once the body is not to be sent.
 func (c *clientConn) takeSendWindow(cs *stream, want int) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -71,7 +71,7 @@ func (c *clientConn) takeSendWindow(cs *stream, want int) (int, error) {
 		if want == 0 {
 			return 0, nil
 		}
-		n := min(int64(want), int64(cs.sendWindow), int64(c.sendWindow), int64(c.peerMaxFrame), maxDataChunk)
+		n := min(int64(want), int64(cs.sendWindow), int64(c.sendWindow), int64(dataFrameLen(want, c.peerMaxFrame)))
 		if n > 0 {
 			cs.sendWindow -= int32(n)
 			c.sendWindow -= int32(n)

@@ -3,6 +3,7 @@ package h2conn
 import (
 	"fmt"
 	"io"
+	"sync"
 )
 
 // A small request body held in memory goes out with its HEADERS: one DATA
@@ -15,9 +16,6 @@ import (
 // send windows when the stream opens, and the request has no trailers and
 // no "Expect: 100-continue". Any other body, or one the windows cannot take
 // at once, is sent by writeBody (write.go) from a goroutine of its own.
-
-// maxInlineBody is the largest body sent with the HEADERS: one DATA frame.
-const maxInlineBody = maxDataChunk
 
 // inlineCandidate reports whether cs's body may go out with its HEADERS,
 // windows permitting (takeInlineWindowLocked).
@@ -42,19 +40,26 @@ func (c *clientConn) takeInlineWindowLocked(cs *stream) bool {
 	return true
 }
 
-// readInlineBody reads cs's in-memory body into a buffer from sendBufPool
-// (the caller puts it back once the frame is flushed). The read never
+// inlineBuf holds an inline body and the byte that must find its EOF.
+type inlineBuf = [maxInlineBody + 1]byte
+
+// inlineBufPool holds inline body buffers between requests (apart from
+// sendBufPool's, five times larger).
+var inlineBufPool = sync.Pool{New: func() any { return new(inlineBuf) }}
+
+// readInlineBody reads cs's in-memory body into a buffer from
+// inlineBufPool (the caller puts it back once the frame is flushed). The read never
 // waits; it fails only if the body no longer holds ContentLength bytes
 // (changed by another goroutine since the transport looked).
-func readInlineBody(cs *stream) (*[sendBufLen]byte, []byte, error) {
-	bufp := sendBufPool.Get().(*[sendBufLen]byte)
+func readInlineBody(cs *stream) (*inlineBuf, []byte, error) {
+	bufp := inlineBufPool.Get().(*inlineBuf)
 	n := int(cs.head.contentLength)
 	// One byte more than declared must find EOF, as sendBody checks.
 	m, err := io.ReadFull(cs.body, bufp[:n+1])
 	if err == io.ErrUnexpectedEOF && m == n {
 		return bufp, bufp[:n], nil
 	}
-	sendBufPool.Put(bufp)
+	inlineBufPool.Put(bufp)
 	if err == nil || err == io.ErrUnexpectedEOF || err == io.EOF {
 		err = fmt.Errorf("http2: in-memory request body changed: %d bytes read for ContentLength %d", m, n)
 	}

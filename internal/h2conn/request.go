@@ -192,13 +192,13 @@ func (c *clientConn) openStream(cs *stream) error {
 		maxFrame := c.peerMaxFrame
 		c.mu.Unlock()
 
-		var inlineBuf *[sendBufLen]byte
+		var inlineBufp *inlineBuf
 		var inlineData []byte
 		if cs.inline {
 			// Read before anything is written: a body that cannot be read
 			// leaves nothing of the stream on the wire.
 			var err error
-			if inlineBuf, inlineData, err = readInlineBody(cs); err != nil {
+			if inlineBufp, inlineData, err = readInlineBody(cs); err != nil {
 				c.wmu.Unlock()
 				c.mu.Lock()
 				connInc, closeNow := c.dropUnsentLocked(cs, err)
@@ -224,8 +224,8 @@ func (c *clientConn) openStream(cs *stream) error {
 			err = c.flushLocked()
 		}
 		c.wmu.Unlock()
-		if inlineBuf != nil {
-			sendBufPool.Put(inlineBuf)
+		if inlineBufp != nil {
+			inlineBufPool.Put(inlineBufp)
 		}
 		if err != nil {
 			c.mu.Lock()

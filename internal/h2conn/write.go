@@ -172,11 +172,12 @@ func (c *clientConn) sendBody(cs *stream) error {
 		return err
 	}
 	cs.bodyBegun = true
+	peerMax := c.peerMaxFrame
 	c.mu.Unlock()
 
 	bufp := sendBufPool.Get().(*[sendBufLen]byte)
 	defer sendBufPool.Put(bufp)
-	buf := bufp[:]
+	buf := bufp[:bodyReadLen(peerMax)]
 	if n := cs.head.contentLength; n >= 0 && n+1 < int64(len(buf)) {
 		buf = buf[:n+1] // room to see EOF with the last bytes
 	}
@@ -227,16 +228,6 @@ func (c *clientConn) sendBody(cs *stream) error {
 	}
 	return nil
 }
-
-// maxDataChunk is the largest DATA payload the own connection sends: a
-// frame of it with its 9-byte header fills one TLS record (16 KiB of
-// plaintext) exactly, where a 16 KiB payload would take two records, and
-// so two write syscalls, per frame.
-const maxDataChunk = 16384 - 9
-
-// sendBufLen is the size of the buffer a request body is read into: four
-// DATA frames' worth.
-const sendBufLen = 4 * maxDataChunk
 
 // sendBufPool holds request body buffers between uploads.
 var sendBufPool = sync.Pool{New: func() any { return new([sendBufLen]byte) }}
