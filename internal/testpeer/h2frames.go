@@ -69,8 +69,9 @@ type H2Server struct {
 	script H2Script
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex // guards conns, streams, pings and resets
-	conns   []net.Conn
+	conns connSet
+
+	mu      sync.Mutex // guards streams, pings and resets
 	streams int
 	pings   int // PING frames read (not acks)
 	resets  int // RST_STREAM frames read
@@ -106,18 +107,13 @@ func (s *H2Server) Addr() string { return s.ln.Addr().String() }
 
 // Counts reports the connections accepted and the request HEADERS seen.
 func (s *H2Server) Counts() (conns, streams int) {
+	_, conns = s.conns.counts()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.conns), s.streams
+	return conns, s.streams
 }
 
-func (s *H2Server) accept() {
-	acceptEach(s.ln, &s.wg, func(c net.Conn) {
-		s.mu.Lock()
-		s.conns = append(s.conns, c)
-		s.mu.Unlock()
-	}, s.serve)
-}
+func (s *H2Server) accept() { serveEach(s.ln, &s.wg, &s.conns, s.serve) }
 
 func (s *H2Server) serve(n int, c net.Conn) {
 	preface := make([]byte, len(http2.ClientPreface))
@@ -239,11 +235,7 @@ func isRequestHead(f http2.Frame) bool {
 
 func (s *H2Server) close() {
 	s.ln.Close()
-	s.mu.Lock()
-	for _, c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
+	s.conns.closeAll()
 	s.wg.Wait()
 }
 
@@ -256,26 +248,4 @@ func H2OK(fr *http2.Framer, streamID uint32) error {
 		return err
 	}
 	return fr.WriteData(streamID, true, []byte("ok"))
-}
-
-// acceptEach accepts connections on ln until it is closed, hands each to
-// track (so that Close can reach it) and serves it on a goroutine of its
-// own, counted in wg, with n its position in accept order. It is the
-// caller's goroutine, already counted in wg; each connection is closed
-// when serve returns.
-func acceptEach(ln net.Listener, wg *sync.WaitGroup, track func(net.Conn), serve func(n int, c net.Conn)) {
-	defer wg.Done()
-	for n := 0; ; n++ {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		track(c)
-		wg.Add(1)
-		go func(n int) {
-			defer wg.Done()
-			defer c.Close()
-			serve(n, c)
-		}(n)
-	}
 }

@@ -37,9 +37,7 @@ type H2Hostile struct {
 	script H2HostileScript
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex // guards live and accepted
-	live     map[net.Conn]bool
-	accepted int
+	conns connSet
 }
 
 // H2Peer is the server's side of one connection of an H2Hostile server.
@@ -71,7 +69,7 @@ func StartH2Hostile(t testing.TB, script H2HostileScript) *H2Hostile {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &H2Hostile{ln: ln, script: script, live: make(map[net.Conn]bool)}
+	s := &H2Hostile{ln: ln, script: script}
 	s.wg.Add(1)
 	go s.accept()
 	t.Cleanup(s.Close)
@@ -83,44 +81,19 @@ func (s *H2Hostile) Addr() string { return s.ln.Addr().String() }
 
 // Conns reports the connections accepted so far.
 func (s *H2Hostile) Conns() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.accepted
+	_, accepted := s.conns.counts()
+	return accepted
 }
 
 // Close stops the server, closes its connections and waits for its
 // goroutines. It is safe to call more than once.
 func (s *H2Hostile) Close() {
 	s.ln.Close()
-	s.mu.Lock()
-	var conns []net.Conn
-	for c := range s.live {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
+	s.conns.closeAll()
 	s.wg.Wait()
 }
 
-// accept serves each connection, keeping only the live ones, so that a
-// server shared by many short connections (a fuzz target's) holds no more
-// than those.
-func (s *H2Hostile) accept() {
-	acceptEach(s.ln, &s.wg, func(c net.Conn) {
-		s.mu.Lock()
-		s.live[c] = true
-		s.accepted++
-		s.mu.Unlock()
-	}, func(n int, c net.Conn) {
-		s.serve(n, c)
-		c.Close()
-		s.mu.Lock()
-		delete(s.live, c)
-		s.mu.Unlock()
-	})
-}
+func (s *H2Hostile) accept() { serveEach(s.ln, &s.wg, &s.conns, s.serve) }
 
 func (s *H2Hostile) serve(n int, c net.Conn) {
 	preface := make([]byte, len(http2.ClientPreface))

@@ -38,8 +38,7 @@ type RawServer struct {
 	ln net.Listener
 	wg sync.WaitGroup
 
-	mu   sync.Mutex // guards live
-	live map[net.Conn]bool
+	conns connSet
 }
 
 // StartRaw runs script on each connection a new loopback server accepts
@@ -59,20 +58,9 @@ func StartRaw(t testing.TB, script func(n int, c net.Conn)) *RawServer {
 // cleanup closes the listener and every live connection and waits for the
 // scripts.
 func ServeRaw(t testing.TB, ln net.Listener, script func(n int, c net.Conn)) *RawServer {
-	s := &RawServer{ln: ln, live: make(map[net.Conn]bool)}
+	s := &RawServer{ln: ln}
 	s.wg.Add(1)
-	track := func(c net.Conn) {
-		s.mu.Lock()
-		s.live[c] = true
-		s.mu.Unlock()
-	}
-	go acceptEach(ln, &s.wg, track, func(n int, c net.Conn) {
-		script(n, c)
-		c.Close() // before it leaves live: Live counts open connections
-		s.mu.Lock()
-		delete(s.live, c)
-		s.mu.Unlock()
-	})
+	go serveEach(ln, &s.wg, &s.conns, script)
 	t.Cleanup(func() {
 		s.Abort()
 		s.wg.Wait()
@@ -83,20 +71,15 @@ func ServeRaw(t testing.TB, ln net.Listener, script func(n int, c net.Conn)) *Ra
 // Live is the number of connections open: accepted, their script not
 // returned.
 func (s *RawServer) Live() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.live)
+	open, _ := s.conns.counts()
+	return open
 }
 
 // Abort closes the listener and every live connection, so that a client
 // blocked on the server gets an error instead of waiting forever.
 func (s *RawServer) Abort() {
 	s.ln.Close()
-	s.mu.Lock()
-	for c := range s.live {
-		c.Close()
-	}
-	s.mu.Unlock()
+	s.conns.closeAll()
 }
 
 // Addr is the server's host:port.
