@@ -4,13 +4,15 @@ package h2conn
 // work of its own (its parse, its flow-control bookkeeping, a wake-up of
 // the handler reading the body) and, while the stream is open, invites
 // stream WINDOW_UPDATEs, so bodies go out in as few frames as the peer's
-// SETTINGS_MAX_FRAME_SIZE allows: a body of up to sendBufLen bytes is one
-// frame when the peer takes frames that large (net/http's server announces
-// 1 MiB), as net/http's client sends it. Over TLS, crypto/tls writes each
-// 16 KiB record of plaintext with its own syscall, so a frame that is not
-// the last of a buffered chunk is sized to fill whole records with its
-// 9-byte header: a 16,375-byte payload where the peer takes only 16 KiB
-// frames, where a 16 KiB payload would take two records and two writes.
+// SETTINGS_MAX_FRAME_SIZE allows: a body of declared length up to
+// sendBufLen bytes is one frame when the peer takes frames that large
+// (net/http's server announces 1 MiB), as net/http's client sends it (a
+// body of unknown length is followed by an empty END_STREAM frame once its
+// reader says EOF). Over TLS, crypto/tls writes each 16 KiB record of
+// plaintext with its own syscall, so a frame that is not the last of a
+// buffered chunk is sized to fill whole records with its 9-byte header.
+// For a peer that takes only 16 KiB frames that is a 16,375-byte payload;
+// a 16 KiB payload would take two records and two writes.
 
 const (
 	tlsRecordLen   = 16384 // plaintext bytes in a full TLS record

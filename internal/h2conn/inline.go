@@ -48,9 +48,10 @@ type inlineBuf = [maxInlineBody + 1]byte
 var inlineBufPool = sync.Pool{New: func() any { return new(inlineBuf) }}
 
 // readInlineBody reads cs's in-memory body into a buffer from
-// inlineBufPool (the caller puts it back once the frame is flushed). The read never
-// waits; it fails only if the body no longer holds ContentLength bytes
-// (changed by another goroutine since the transport looked).
+// inlineBufPool (the caller puts it back once the frame is flushed). The
+// read never waits; it fails only if the body no longer holds
+// ContentLength bytes (changed by another goroutine since the transport
+// looked).
 func readInlineBody(cs *stream) (*inlineBuf, []byte, error) {
 	bufp := inlineBufPool.Get().(*inlineBuf)
 	n := int(cs.head.contentLength)
