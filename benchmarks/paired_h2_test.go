@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ferryhttp/ferry/internal/benchchild"
 	"github.com/ferryhttp/ferry/transport"
@@ -21,6 +22,10 @@ import (
 // BenchmarkPairedH2/{get64k,post64k}/{g1,g64} do the same with a 64 KiB
 // response body, and with a 64 KiB upload (the server checks its length);
 // both are larger than HTTP/2's initial window, so flow control takes part.
+// BenchmarkPairedH2/work20us/{g1,g64} is the small GET by a caller that
+// spends 20 µs of its own CPU with every response, as a service does with
+// what it fetched: a client that is less often idle finds more of the
+// server's responses waiting at each socket read.
 //
 // Reported per request and per client: <client>-cpu-ns/op, -user-ns/op
 // (the client's own code and the Go runtime), -sys-ns/op (the kernel:
@@ -154,6 +159,20 @@ func BenchmarkPairedH2(b *testing.B) {
 	runPairedH2(b, "get64k/", tlsH2Clients, get64k)
 	post64k := func(rt http.RoundTripper) func() { return h2Upload(b, rt, base+"/upload64k") }
 	runPairedH2(b, "post64k/", tlsH2Clients, post64k)
+	runPairedH2(b, "work20us/", tlsH2Clients, withCallerWork(get, 20*time.Microsecond))
+}
+
+// withCallerWork makes op's goroutines spin for d after each request, so
+// that every client does the same work of its caller's with each response.
+func withCallerWork(op func(http.RoundTripper) func(), d time.Duration) func(http.RoundTripper) func() {
+	return func(rt http.RoundTripper) func() {
+		do := op(rt)
+		return func() {
+			do()
+			for start := time.Now(); time.Since(start) < d; {
+			}
+		}
+	}
 }
 
 // runPairedH2 adds the rows prefix+{g1,g64}: the clients newRTs makes in
