@@ -18,9 +18,11 @@ import (
 // proxy in absolute form, addr is the proxy's host:port instead of the
 // target's: one connection to the proxy serves every http target, as in
 // net/http. h1Only says the request must not share a multiplexed (HTTP/2
-// or HTTP/3) connection. Today every key is h1Only: HTTP/2 will register its
-// x/net/http2 ClientConns with idlepool.AddShared under the key with h1Only
-// false and find them with GetShared before falling back to Acquire.
+// or HTTP/3) connection (protoSet.sharedKey decides): an h1Only key only
+// ever gets an HTTP/1.1 connection of its own, and its TLS handshakes do not
+// offer h2 (protoSet.alpnFor). Shared HTTP/2 connections are registered with
+// idlepool.AddShared under a key with h1Only false and found with
+// GetShared before a dial (h2.go, getconn.go).
 type connKey struct {
 	scheme string // "http" or "https"
 	addr   string // host:port, host lower case and punycode
