@@ -117,9 +117,9 @@ func (p *Pool[K, C]) GetSharedTurnHashed(key K, kh KeyHash, t *Turn) (SharedConn
 	sh.mu.Unlock()
 	for _, s := range list {
 		// ReserveStream first: it refuses a connection that is not
-		// healthy, so Usable (which costs h2conn a lock of its own and,
-		// with no stream in use, one of x/net's) is asked only to tell
-		// an unusable connection, to drop, from a full one.
+		// healthy, so Usable (which costs h2conn a lock of its own) is
+		// asked only to tell an unusable connection, to drop, from a
+		// full one.
 		if s.ReserveStream() {
 			p.counters.sharedHits.Add(1)
 			return s, true
