@@ -23,9 +23,9 @@ import (
 // response body, and with a 64 KiB upload (the server checks its length);
 // both are larger than HTTP/2's initial window, so flow control takes part.
 // BenchmarkPairedH2/work20us/{g1,g64} is the small GET by a caller that
-// spends 20 µs of its own CPU with every response, as a service does with
-// what it fetched: a client that is less often idle finds more of the
-// server's responses waiting at each socket read.
+// spins for 20 µs after every response, as a service works with what it
+// fetched: a client that is less often idle finds more of the server's
+// responses waiting at each socket read.
 //
 // Reported per request and per client: <client>-cpu-ns/op, -user-ns/op
 // (the client's own code and the Go runtime), -sys-ns/op (the kernel:
@@ -162,8 +162,9 @@ func BenchmarkPairedH2(b *testing.B) {
 	runPairedH2(b, "work20us/", tlsH2Clients, withCallerWork(get, 20*time.Microsecond))
 }
 
-// withCallerWork makes op's goroutines spin for d after each request, so
-// that every client does the same work of its caller's with each response.
+// withCallerWork makes op's goroutines spin for d of wall time after each
+// request, so that every client's caller does the same work with each
+// response.
 func withCallerWork(op func(http.RoundTripper) func(), d time.Duration) func(http.RoundTripper) func() {
 	return func(rt http.RoundTripper) func() {
 		do := op(rt)
