@@ -47,11 +47,17 @@ func dataFrameLen(want int, peerMax uint32) int {
 	return recordFrameLen(peerMax)
 }
 
-// bodyReadLen is how many bytes of a request body one read asks for: the
-// whole buffer when a chunk of it goes out as one frame, else a whole
-// number of record-filling frames, so that no chunk leaves a short frame
-// behind before the body's end.
-func bodyReadLen(peerMax uint32) int {
+// bodyReadLen is how many bytes of a request body of declared length
+// declared (-1: unknown) one read asks for. A declared body that fits the
+// buffer with the byte that finds its EOF is read whole, so it is one
+// frame whenever the peer takes a frame that large. Otherwise: the whole
+// buffer when a chunk of it goes out as one frame, else a whole number of
+// record-filling frames, so that no chunk leaves a short frame behind
+// before the body's end.
+func bodyReadLen(declared int64, peerMax uint32) int {
+	if declared >= 0 && declared < sendBufLen {
+		return int(declared) + 1
+	}
 	if int(peerMax) >= sendBufLen {
 		return sendBufLen
 	}

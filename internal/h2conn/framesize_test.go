@@ -62,13 +62,14 @@ func uploadServer(t *testing.T, peerMax uint32) (*testpeer.H2Server, *frameRecor
 }
 
 // TestUploadFramesAsLargeAsThePeerTakes pins how a request body is cut
-// into DATA frames, for peers announcing the smallest frame size, 32 KiB
-// and net/http's server's 1 MiB: no frame exceeds the peer's limit; a
+// into DATA frames, for peers announcing the smallest frame size, 32 KiB,
+// 64 KiB (exactly a 64 KiB body, which reads sized in record-filling
+// frames would cut in two) and net/http's server's 1 MiB: no frame exceeds the peer's limit; a
 // body that fits one frame (and the body buffer) is one frame, as net/http
 // sends it; every other frame but the last fills whole TLS records with
 // its header; and the server reads exactly the body sent.
 func TestUploadFramesAsLargeAsThePeerTakes(t *testing.T) {
-	for _, peerMax := range []uint32{16384, 32768, 1 << 20} {
+	for _, peerMax := range []uint32{16384, 32768, 64 << 10, 1 << 20} {
 		t.Run(fmt.Sprint(peerMax), func(t *testing.T) {
 			srv, rec := uploadServer(t, peerMax)
 			c, err := NewClientConn(dialH2(t, srv.Addr(), false), Config{})

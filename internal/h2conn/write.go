@@ -177,10 +177,7 @@ func (c *clientConn) sendBody(cs *stream) error {
 
 	bufp := sendBufPool.Get().(*[sendBufLen]byte)
 	defer sendBufPool.Put(bufp)
-	buf := bufp[:bodyReadLen(peerMax)]
-	if n := cs.head.contentLength; n >= 0 && n+1 < int64(len(buf)) {
-		buf = buf[:n+1] // room to see EOF with the last bytes
-	}
+	buf := bufp[:bodyReadLen(cs.head.contentLength, peerMax)]
 	trailers := len(cs.req.Trailer) > 0
 	remain := cs.head.contentLength // -1: unknown
 	for {
